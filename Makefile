@@ -1,0 +1,47 @@
+# Two commands on a fresh machine:  `make run` (whole pipeline, tiny profile) and `make test`.
+# Both create .venv if missing. torch is pinned and installed first; every pip call uses the
+# constraints file so nothing pulls a newer torch with CUDA wheels.
+PYTHON      ?= python3
+VENV        ?= .venv
+CONSTRAINTS := requirements/constraints.txt
+PIP         := $(VENV)/bin/python -m pip
+CORES       ?= all
+PROFILE     ?= tiny
+export PYTHONHASHSEED := 0
+# Keep tool caches inside the repo so runs do not depend on (or pollute) the user's home.
+export XDG_CACHE_HOME ?= $(CURDIR)/.cache
+export MPLCONFIGDIR ?= $(CURDIR)/.cache/matplotlib
+export HF_HOME ?= $(CURDIR)/.cache/huggingface
+export HF_HUB_OFFLINE ?= 1
+export HF_DATASETS_OFFLINE ?= 1
+
+.PHONY: run test bench report venv clean-results asv-continuous asv-publish
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml $(CONSTRAINTS)
+	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q -c $(CONSTRAINTS) --upgrade pip
+	$(PIP) install -q -c $(CONSTRAINTS) torch==2.13.0
+	$(PIP) install -q -c $(CONSTRAINTS) -e '.[dev]'
+	touch $@
+
+run: venv
+	$(VENV)/bin/snakemake --cores $(CORES) --configfile experiments/$(PROFILE).yaml
+	$(VENV)/bin/snakemake --cores $(CORES) --configfile experiments/$(PROFILE).yaml --report reports/$(PROFILE)/report.html
+
+test: venv
+	$(VENV)/bin/python -m pytest -q
+
+bench: venv
+	$(VENV)/bin/python -m pytest -q benchmarks/pytest --benchmark-enable --benchmark-autosave --benchmark-storage=benchmarks/.pytest-benchmarks
+	cd benchmarks && HOME=$(CURDIR)/.cache/asv-home ../$(VENV)/bin/asv run --python=same --machine ci-2core --set-commit-hash $$(git rev-parse HEAD) --show-stderr
+
+asv-continuous: venv
+	cd benchmarks && HOME=$(CURDIR)/.cache/asv-home ../$(VENV)/bin/asv continuous --python=same --machine ci-2core $(BASE) $(HEAD)
+
+asv-publish: venv
+	cd benchmarks && HOME=$(CURDIR)/.cache/asv-home ../$(VENV)/bin/asv publish
+
+clean-results:
+	rm -rf results/$(PROFILE) figures/$(PROFILE) reports/$(PROFILE)

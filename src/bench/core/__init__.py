@@ -1,0 +1,1 @@
+"""Shared pieces every study uses: config, measurement, records with provenance, plotting, devices."""

@@ -1,0 +1,96 @@
+"""Profiles (experiments/<profile>.yaml) and their JSON Schema validation.
+
+The top-level schema is ``experiments/schema.yaml``; each study's section has its own schema in
+``experiments/schema/<study>.yaml``. Validation fills defaults and names the failing key; an unknown
+key or a wrong type fails before any rule runs (the Snakefile calls :func:`validate_profile`).
+"""
+from __future__ import annotations
+
+import copy
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+import jsonschema
+import yaml
+
+from .errors import ConfigError
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
+def experiments_dir() -> Path:
+    return Path(os.environ.get("BENCH_EXPERIMENTS_DIR", REPO_ROOT / "experiments"))
+
+
+def _extend_with_default(validator_class):
+    validate_properties = validator_class.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, schema):
+        if isinstance(instance, dict):
+            for prop, sub in properties.items():
+                if isinstance(sub, dict) and "default" in sub and prop not in instance:
+                    instance[prop] = copy.deepcopy(sub["default"])
+        yield from validate_properties(validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
+
+
+_Validator = _extend_with_default(jsonschema.Draft202012Validator)
+
+
+def _load_yaml(path: Path) -> Any:
+    try:
+        with open(path) as fh:
+            return yaml.safe_load(fh)
+    except FileNotFoundError:
+        raise ConfigError(f"file not found: {path}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+
+
+def _validate(instance: Any, schema: Mapping, where: str) -> None:
+    errors = sorted(_Validator(schema).iter_errors(instance), key=lambda e: list(e.absolute_path))
+    if errors:
+        e = errors[0]
+        key = ".".join(str(p) for p in [where, *e.absolute_path] if p != "")
+        raise ConfigError(f"invalid config at '{key}': {e.message}")
+
+
+def study_schema(study: str) -> dict | None:
+    path = experiments_dir() / "schema" / f"{study}.yaml"
+    return _load_yaml(path) if path.exists() else None
+
+
+def validate_section(study: str, section: Any) -> dict:
+    """Validate (and fill defaults of) one study's section of a profile."""
+    schema = study_schema(study)
+    if schema is None:
+        raise ConfigError(f"unknown config section '{study}': no schema experiments/schema/{study}.yaml")
+    section = {} if section is None else copy.deepcopy(section)
+    _validate(section, schema, study)
+    return section
+
+
+def validate_profile(config: Mapping[str, Any]) -> dict:
+    """Validate a whole profile in place of a copy; returns the config with defaults filled."""
+    cfg = copy.deepcopy(dict(config))
+    top = _load_yaml(experiments_dir() / "schema.yaml")
+    known = set(top.get("properties", {}))
+    studies = sorted(p.stem for p in (experiments_dir() / "schema").glob("*.yaml"))
+    # Study sections are validated by their own schema; the top-level schema must not reject them.
+    top = copy.deepcopy(top)
+    for s in studies:
+        top.setdefault("properties", {}).setdefault(s, {"type": "object"})
+    _validate(cfg, top, "")
+    for s in studies:
+        if s in cfg or s in known:
+            cfg[s] = validate_section(s, cfg.get(s))
+    return cfg
+
+
+def load_profile(path: str | os.PathLike) -> dict:
+    cfg = _load_yaml(Path(path))
+    if not isinstance(cfg, dict):
+        raise ConfigError(f"{path}: a profile must be a mapping, got {type(cfg).__name__}")
+    return validate_profile(cfg)

@@ -1,0 +1,80 @@
+"""Provenance attached to every record set: code, config, data, software, hardware, load, seed."""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Mapping
+
+from . import devices, measure
+
+
+def _git(args: list[str], cwd: Path) -> str | None:
+    try:
+        out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def git_state(cwd: str | os.PathLike | None = None) -> dict[str, Any]:
+    cwd = Path(cwd or Path(__file__).resolve().parent)
+    commit = _git(["rev-parse", "HEAD"], cwd)
+    status = _git(["status", "--porcelain", "--untracked-files=no"], cwd)
+    return {"git_commit": commit, "git_dirty": None if status is None else bool(status)}
+
+
+def config_hash(config: Mapping[str, Any]) -> str:
+    """A stable hash of a (JSON-serialisable) config: key order does not matter."""
+    blob = json.dumps(config, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def software_versions() -> dict[str, str | None]:
+    versions: dict[str, str | None] = {"python": platform.python_version()}
+    for mod in ("numpy", "torch", "faiss", "pandas", "ir_datasets"):
+        try:
+            m = __import__(mod)
+            versions[mod] = getattr(m, "__version__", None)
+        except ImportError:
+            versions[mod] = None
+    return versions
+
+
+def collect(*, profile: str | None, config: Mapping[str, Any] | None, seed: int | None,
+            dataset_id: str | None = None, dataset_checksum: str | None = None,
+            method: str | None = None, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Everything a reader needs to know about how a record set was produced.
+
+    ``method`` says in words what was measured and how (timers, warm-up, repeats, cold/warm cache,
+    modelled vs measured).
+    """
+    load1, load5, load15 = os.getloadavg()
+    prov: dict[str, Any] = {
+        **git_state(),
+        "profile": profile,
+        "config_hash": config_hash(config) if config is not None else None,
+        "config": dict(config) if config is not None else None,
+        "dataset_id": dataset_id,
+        "dataset_checksum": dataset_checksum,
+        "seed": seed,
+        "versions": software_versions(),
+        "cpu_model": devices.cpu_model(),
+        "cpu_cores": devices.cpu_count(),
+        "gpu": devices.gpu_info(),
+        "threads": measure.thread_settings(),
+        "loadavg_at_start": [load1, load5, load15],
+        "hostname": platform.node(),
+        "platform": platform.platform(),
+        "argv": sys.argv,
+        "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "method": method,
+    }
+    if extra:
+        prov.update(extra)
+    return prov

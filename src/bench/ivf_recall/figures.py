@@ -1,0 +1,47 @@
+"""Recall@k and queries/s against nprobe, drawn from the recall records only."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+from ..core import plotting, records
+
+CAPTION = """IVF-PQ k-recall@k (k = {ks}) and queries/s against nprobe, per dataset ({datasets}), profile
+``{profile}``. Measured on {cpu} with {threads} thread(s); queries/s is the median of {repeats}
+measured runs of the whole query set in one batch (warm-up excluded), bars show min-max. Basis of
+ESPN Figure 5 and of Chameleon's choice of nprobe; the papers report no value for these datasets at
+this scale, so no paper value is drawn."""
+
+
+def recall_vs_nprobe(record_paths: Sequence[str | Path], out_png: str | Path) -> list[Path]:
+    plotting.apply_style()
+    frames = [records.read(p) for p in record_paths]
+    prov = frames[0].attrs["provenance"]
+    df = pd.concat(frames, ignore_index=True)
+    df = df[df.phase == "measured"]
+    recall_cols = sorted((c for c in df if c.startswith("recall_at_")), key=lambda c: int(c.rsplit("_", 1)[1]))
+    ks = [c.rsplit("_", 1)[1] for c in recall_cols]
+    rec = (df.groupby(["dataset", "nprobe"])[recall_cols].first().reset_index()
+           .melt(id_vars=["dataset", "nprobe"], var_name="k", value_name="recall"))
+    rec["k"] = rec["k"].str.replace("recall_at_", "recall@")
+    q = df.groupby(["dataset", "nprobe"])["qps"].agg(["median", "min", "max"]).reset_index()
+
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.8))
+    sns.lineplot(rec, x="nprobe", y="recall", hue="k", style="dataset", markers=True, ax=a1)
+    a1.set(xscale="log", ylim=(0, 1.02), ylabel="k-recall@k", title="recall against nprobe")
+    a1.set_xscale("log", base=2)
+    for ds, g in q.groupby("dataset"):
+        a2.errorbar(g["nprobe"], g["median"], yerr=[g["median"] - g["min"], g["max"] - g["median"]],
+                    marker="o", capsize=3, label=plotting.label_source(ds, "measured"))
+    a2.set_xscale("log", base=2)
+    a2.set_yscale("log")
+    a2.set(xlabel="nprobe", ylabel="queries/s (median)", title="throughput against nprobe")
+    a2.legend()
+    caption = CAPTION.format(ks=", ".join(ks), datasets=", ".join(sorted(df.dataset.unique())),
+                             profile=prov.get("profile"), cpu=prov.get("cpu_model"),
+                             threads=df.threads.iloc[0], repeats=int(df.groupby(["dataset", "nprobe"]).size().iloc[0]))
+    return plotting.save(fig, out_png, caption)

@@ -1,0 +1,39 @@
+"""Shared test fixtures. Tests run offline, on the CPU, and never read ../shared."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+os.environ.setdefault("MPLBACKEND", "Agg")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+
+
+def pytest_collection_modifyitems(config, items):
+    from bench.core import devices
+
+    if devices.cuda_available():
+        return
+    skip = pytest.mark.skip(reason="needs CUDA (none on this machine)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def repo() -> Path:
+    return REPO
+
+
+@pytest.fixture
+def http_server(tmp_path):
+    """A local HTTP server on 127.0.0.1 serving files from a folder, with Range support and
+    switchable faults. Yields an object with .url(name), .root, .requests and .faults."""
+    from .httpfixture import serve
+
+    with serve(tmp_path / "www") as srv:
+        yield srv

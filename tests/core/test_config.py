@@ -1,0 +1,37 @@
+"""Profiles: the shipped ones validate; unknown keys and wrong types fail naming the key."""
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from bench.core import config
+from bench.core.errors import ConfigError
+
+
+@pytest.mark.parametrize("profile", ["tiny", "small", "paper"])
+def test_shipped_profiles_validate(repo, profile):
+    cfg = config.load_profile(repo / "experiments" / f"{profile}.yaml")
+    assert cfg["profile"] == profile and cfg["threads"] >= 1
+    assert cfg["ivf_recall"]["warmup"] >= 0  # defaults filled
+    for study in cfg["ivf_recall"]["datasets"]:
+        assert study in cfg["datasets"]
+
+
+def test_unknown_key_and_wrong_type_name_the_key(tmp_path):
+    with pytest.raises(ConfigError, match="'nprobes' was unexpected"):
+        config.validate_profile({"profile": "x", "ivf_recall": {"nprobes": [1]}})
+    with pytest.raises(ConfigError, match=r"at 'threads': 'two' is not of type 'integer'"):
+        config.validate_profile({"profile": "x", "threads": "two"})
+    with pytest.raises(ConfigError, match=r"at 'datasets.a': 'source' is a required property"):
+        config.validate_profile({"profile": "x", "datasets": {"a": {}}})
+    with pytest.raises(ConfigError, match="'colour' was unexpected"):
+        config.validate_profile({"profile": "x", "colour": 1})
+    p = tmp_path / "p.yaml"
+    p.write_text("profile: [unclosed\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        config.load_profile(p)
+
+
+def test_defaults_are_filled():
+    cfg = config.validate_profile({"profile": "x"})
+    assert cfg["seed"] == 20240601 and cfg["ivf_recall"]["k"] == [1, 10, 100]

@@ -1,0 +1,75 @@
+"""The recall chain's pieces: index building, measurement records, figure; recall equals faiss's."""
+from __future__ import annotations
+
+import faiss
+import numpy as np
+import pytest
+
+from bench.core import records
+from bench.core.errors import ConfigError
+from bench.data import prepared
+from bench.ivf_recall import figures, index, metrics, runner
+
+PARAMS = {"nprobe": [1, 4, 32], "k": [1, 10], "repeats": 2, "warmup": 1}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("recall")
+    m = prepared.prepare("d", {"source": "synthetic/sift-like", "n_base": 3000, "n_query": 30, "gt_k": 10},
+                         profile="t", data_dir=tmp, seed=5)
+    ds = prepared.load_vectors(m)
+    idx = index.build(ds.base, nlist=32, m=16, seed=5)
+    return tmp, m, index.save(idx, tmp / "i.faiss"), ds
+
+
+def test_records_and_recall_match_faiss(built):
+    tmp, m, ipath, ds = built
+    out = runner.run(manifest=m, index_path=ipath, params=PARAMS, out=tmp / "r.parquet",
+                     profile="t", seed=5, threads=1)
+    df = records.read(out)
+    assert set(df.phase) == {"warmup", "measured"}
+    assert len(df[df.phase == "measured"]) == 3 * 2 and len(df[df.phase == "warmup"]) == 3
+    prov = df.attrs["provenance"]
+    assert prov["dataset_checksum"] == ds.checksum and prov["threads"]["faiss_omp_threads"] == 1
+    ref = faiss.read_index(str(ipath))
+    for nprobe in PARAMS["nprobe"]:
+        ref.nprobe = nprobe
+        _, found = ref.search(np.asarray(ds.queries, dtype=np.float32), 10)
+        expect = np.mean([np.intersect1d(found[i], ds.gt_ids[i, :10]).size for i in range(len(found))]) / 10
+        got = df[(df.nprobe == nprobe) & (df.phase == "measured")].recall_at_10.unique()
+        assert got.tolist() == [pytest.approx(expect)]
+    recall = df.groupby("nprobe").recall_at_10.first()
+    assert recall.is_monotonic_increasing
+
+
+def test_figure_from_records_only(built, monkeypatch):
+    tmp, m, ipath, _ = built
+    out = runner.run(manifest=m, index_path=ipath, params=PARAMS, out=tmp / "r2.parquet",
+                     profile="t", seed=5, threads=1)
+    monkeypatch.setattr(runner, "run", lambda **kw: pytest.fail("a figure must not measure"))
+    written = figures.recall_vs_nprobe([out], tmp / "fig.png")
+    assert {p.suffix for p in written} == {".png", ".pdf", ".rst"}
+
+
+def test_bad_parameters(built):
+    tmp, m, ipath, ds = built
+    with pytest.raises(ConfigError, match="m=7 does not divide the dimension 128"):
+        index.build(ds.base, nlist=8, m=7)
+    with pytest.raises(ConfigError, match="nlist=5000"):
+        index.build(ds.base, nlist=5000, m=16)
+    with pytest.raises(ConfigError, match=r"nprobe: \[64\] exceed nlist=32"):
+        runner.run(manifest=m, index_path=ipath, params={**PARAMS, "nprobe": [1, 64]},
+                   out=tmp / "x.parquet", profile="t", seed=0, threads=1)
+    with pytest.raises(ConfigError, match="recall@100 needs 100 ground-truth neighbours"):
+        runner.run(manifest=m, index_path=ipath, params={**PARAMS, "k": [100]},
+                   out=tmp / "x.parquet", profile="t", seed=0, threads=1)
+    assert not (tmp / "x.parquet").exists()
+
+
+def test_recall_metric():
+    gt = np.array([[1, 2, 3], [4, 5, 6]])
+    assert metrics.recall_at(np.array([[1, 9, 3], [6, 5, 4]]), gt, 3) == pytest.approx(5 / 6)
+    assert metrics.recall_at(np.array([[1, 9, 3], [6, 5, 4]]), gt, 1) == 0.5
+    with pytest.raises(ValueError):
+        metrics.recall_at(gt, gt, 4)
