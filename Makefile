@@ -28,6 +28,7 @@ $(VENV)/.installed: pyproject.toml $(CONSTRAINTS)
 
 run: venv
 	$(VENV)/bin/snakemake --cores $(CORES) --configfile experiments/$(PROFILE).yaml
+	mkdir -p reports/$(PROFILE)
 	$(VENV)/bin/snakemake --cores $(CORES) --configfile experiments/$(PROFILE).yaml --report reports/$(PROFILE)/report.html
 
 test: venv

@@ -245,7 +245,15 @@ def _prepare_synthetic_text(name, src, spec, out: Path, seed: int) -> dict:
 
 def irds_load(irds_id: str, data_dir: Path):
     """Open an ir_datasets dataset from our download folder (files fetched by ``bench data fetch``)."""
-    os.environ["IR_DATASETS_HOME"] = str((data_dir / "raw" / "ir_datasets").resolve())
+    import sys
+
+    home = str((data_dir / "raw" / "ir_datasets").resolve())
+    if "ir_datasets" in sys.modules and os.environ.get("IR_DATASETS_HOME") != home:
+        raise RuntimeError(f"ir_datasets was imported before IR_DATASETS_HOME was set to {home}; "
+                           "it would read the wrong folder")
+    os.environ["IR_DATASETS_HOME"] = home
+    # Files without a cache_path are looked up at <home>/downloads/<md5> only above this size.
+    os.environ["IR_DATASETS_SMALL_FILE_SIZE"] = "0"
     import ir_datasets
 
     return ir_datasets.load(irds_id)

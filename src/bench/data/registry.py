@@ -9,6 +9,7 @@ Facts (URLs, sizes, checksums) are from the datasets' public documentation.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 from pathlib import Path
 
@@ -105,18 +106,22 @@ def _irds_source(id: str, description: str, download_keys: tuple[str, ...]) -> S
 
 def irds_files(group: str, keys: tuple[str, ...]) -> list[RemoteFile]:
     """Files of an ir_datasets dataset group, from ir_datasets' bundled downloads.json."""
-    try:
-        import ir_datasets
-    except ImportError:  # pragma: no cover
+    # Located without importing ir_datasets: it fixes its home folder at import time, and
+    # bench.data.prepared.irds_load must set IR_DATASETS_HOME first.
+    spec = importlib.util.find_spec("ir_datasets")
+    if spec is None or spec.origin is None:  # pragma: no cover
         return []
-    manifest = json.loads((Path(ir_datasets.__file__).parent / "etc" / "downloads.json").read_text())
+    manifest = json.loads((Path(spec.origin).parent / "etc" / "downloads.json").read_text())
     out = []
     for key in keys:
         entry = manifest.get(group, {}).get(key)
         if entry is None:
             continue
+        # ir_datasets reads a file from its cache_path when it has one, else from
+        # <home>/downloads/<md5> (see bench.data.prepared.irds_load).
+        path = f"{group}/{entry['cache_path']}" if "cache_path" in entry else f"downloads/{entry['expected_md5']}"
         out.append(RemoteFile(
-            url=entry["url"], path=f"{group}/{entry.get('cache_path', key)}",
+            url=entry["url"], path=path,
             size=entry.get("size_hint"), md5=entry.get("expected_md5"),
             headers=tuple((entry.get("download_args") or {}).get("headers", {}).items())))
     return out
