@@ -7,6 +7,7 @@ CONSTRAINTS := requirements/constraints.txt
 PIP         := $(VENV)/bin/python -m pip
 CORES       ?= all
 PROFILE     ?= tiny
+ASV_MACHINE ?= ci-2core
 export PYTHONHASHSEED := 0
 # Keep tool caches inside the repo so runs do not depend on (or pollute) the user's home.
 export XDG_CACHE_HOME ?= $(CURDIR)/.cache
@@ -36,10 +37,12 @@ test: venv
 
 bench: venv
 	$(VENV)/bin/python -m pytest -q benchmarks/pytest --benchmark-enable --benchmark-autosave --benchmark-storage=benchmarks/.pytest-benchmarks
-	cd benchmarks && HOME=$(CURDIR)/.cache/asv-home ../$(VENV)/bin/asv run --python=same --machine ci-2core --set-commit-hash $$(git rev-parse HEAD) --show-stderr
+	cd benchmarks && HOME=$(CURDIR)/.cache/asv-home ../$(VENV)/bin/asv machine --yes --machine $(ASV_MACHINE) >/dev/null
+	cd benchmarks && HOME=$(CURDIR)/.cache/asv-home ../$(VENV)/bin/asv run --python=same --machine $(ASV_MACHINE) --set-commit-hash $$(git rev-parse HEAD) --show-stderr
 
 asv-continuous: venv
-	cd benchmarks && HOME=$(CURDIR)/.cache/asv-home ../$(VENV)/bin/asv continuous --python=same --machine ci-2core $(BASE) $(HEAD)
+	cd benchmarks && HOME=$(CURDIR)/.cache/asv-home ../$(VENV)/bin/asv machine --yes --machine $(ASV_MACHINE) >/dev/null
+	cd benchmarks && HOME=$(CURDIR)/.cache/asv-home ../$(VENV)/bin/asv continuous --config asv.continuous.conf.json --machine $(ASV_MACHINE) $(BASE) $(HEAD)
 
 asv-publish: venv
 	cd benchmarks && HOME=$(CURDIR)/.cache/asv-home ../$(VENV)/bin/asv publish
