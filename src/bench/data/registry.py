@@ -62,39 +62,36 @@ PUBLISHED_GT = {
 }
 
 
+# family: (base URL of the 1B file, query file URL, query size, dim, item bytes, dtype, base ext)
+FAMILIES = {
+    "bigann": (f"{BIGANN}/bigann/base.1B.u8bin", f"{BIGANN}/bigann/query.public.10K.u8bin", 1_280_008,
+               128, 1, "u8", "u8bin", "BIGANN (SIFT1B)"),
+    "deep": (f"{DEEP}/base.1B.fbin", f"{DEEP}/query.public.10K.fbin", 3_840_008,
+             96, 4, "f32", "fbin", "Deep1B (96-d float32)"),
+}
+
+
 def _crop_sources() -> list[Source]:
+    """Prefix crops of the big-ann 1B files, fetched by HTTP Range with the header's n rewritten."""
     out = []
-    for name, n in CROPS.items():
-        gt_bigann = PUBLISHED_GT.get(("bigann", name))
-        files = [
-            RemoteFile(f"{BIGANN}/bigann/base.1B.u8bin", f"base.{name}.u8bin",
-                       size=8 + n * 128, range_bytes=8 + n * 128, crop_rows=n),
-            RemoteFile(f"{BIGANN}/bigann/query.public.10K.u8bin", "query.public.10K.u8bin", size=1_280_008),
-        ]
-        if gt_bigann:
-            files.append(RemoteFile(gt_bigann, f"gt.{name}.biganngt"))
-        out.append(Source(
-            id=f"bigann-{name}", kind="vectors", dim=128, dtype="u8", n_base=n, n_query=10_000,
-            description=f"BIGANN (SIFT1B) prefix crop of {n:,} vectors, big-ann-benchmarks copy",
-            files=tuple(files), base=f"base.{name}.u8bin", queries="query.public.10K.u8bin",
-            groundtruth=f"gt.{name}.biganngt" if gt_bigann else None,
-            pitfalls="no published ground truth for this crop in big-ann: recomputed exactly" if not gt_bigann
-            else f"uses the ground truth published for exactly {n:,} vectors, never another crop's"))
-        gt_deep = PUBLISHED_GT.get(("deep", name))
-        files = [
-            RemoteFile(f"{DEEP}/base.1B.fbin", f"base.{name}.fbin",
-                       size=8 + n * 96 * 4, range_bytes=8 + n * 96 * 4, crop_rows=n),
-            RemoteFile(f"{DEEP}/query.public.10K.fbin", "query.public.10K.fbin", size=3_840_008),
-        ]
-        if gt_deep:
-            files.append(RemoteFile(gt_deep, f"gt.{name}.biganngt"))
-        out.append(Source(
-            id=f"deep-{name}", kind="vectors", dim=96, dtype="f32", n_base=n, n_query=10_000,
-            description=f"Deep1B prefix crop of {n:,} vectors (96-d float32)",
-            files=tuple(files), base=f"base.{name}.fbin", queries="query.public.10K.fbin",
-            groundtruth=f"gt.{name}.biganngt" if gt_deep else None,
-            pitfalls="the ground truth beside base.1B is for the full set: never paired with a crop"
-            + ("" if gt_deep else "; no published ground truth for this size: recomputed exactly")))
+    for family, (base_url, query_url, query_size, dim, item, dtype, ext, title) in FAMILIES.items():
+        for name, n in CROPS.items():
+            gt_url = PUBLISHED_GT.get((family, name))
+            nbytes = 8 + n * dim * item
+            query = query_url.rsplit("/", 1)[1]
+            files = [RemoteFile(base_url, f"base.{name}.{ext}", size=nbytes, range_bytes=nbytes, crop_rows=n),
+                     RemoteFile(query_url, query, size=query_size)]
+            if gt_url:
+                files.append(RemoteFile(gt_url, f"gt.{name}.biganngt"))
+            pitfall = (f"uses the ground truth published for exactly {n:,} vectors, never another size's"
+                       if gt_url else "no published ground truth for this size: recomputed exactly")
+            if family == "deep":
+                pitfall += "; the ground truth beside base.1B is for the full set and is never paired with a crop"
+            out.append(Source(
+                id=f"{family}-{name}", kind="vectors", dim=dim, dtype=dtype, n_base=n, n_query=10_000,
+                description=f"{title} prefix crop of {n:,} vectors", files=tuple(files),
+                base=f"base.{name}.{ext}", queries=query,
+                groundtruth=f"gt.{name}.biganngt" if gt_url else None, pitfalls=pitfall))
     return out
 
 

@@ -30,17 +30,18 @@ def recall_vs_nprobe(record_paths: Sequence[str | Path], out_png: str | Path) ->
     rec["k"] = rec["k"].str.replace("recall_at_", "recall@")
     q = df.groupby(["dataset", "nprobe"])["qps"].agg(["median", "min", "max"]).reset_index()
 
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
     sns.lineplot(rec, x="nprobe", y="recall", hue="k", style="dataset", markers=True, ax=a1)
-    a1.set(xscale="log", ylim=(0, 1.02), ylabel="k-recall@k", title="recall against nprobe")
+    a1.set(ylim=(0, 1.02), ylabel="k-recall@k", title="recall against nprobe")
     a1.set_xscale("log", base=2)
+    sns.move_legend(a1, "lower right", ncol=2, fontsize="small")
     for ds, g in q.groupby("dataset"):
         a2.errorbar(g["nprobe"], g["median"], yerr=[g["median"] - g["min"], g["max"] - g["median"]],
                     marker="o", capsize=3, label=plotting.label_source(ds, "measured"))
     a2.set_xscale("log", base=2)
     a2.set_yscale("log")
     a2.set(xlabel="nprobe", ylabel="queries/s (median)", title="throughput against nprobe")
-    a2.legend()
+    a2.legend(fontsize="small")
     caption = CAPTION.format(ks=", ".join(ks), datasets=", ".join(sorted(df.dataset.unique())),
                              profile=prov.get("profile"), cpu=prov.get("cpu_model"),
                              threads=df.threads.iloc[0], repeats=int(df.groupby(["dataset", "nprobe"]).size().iloc[0]))
