@@ -29,6 +29,9 @@ def test_other_synthetic_sets(tmp_path, src):
     ds = prepared.load_vectors(prepared.prepare("x", {"source": src, "n_base": 500, "n_query": 5, "gt_k": 5},
                                                 profile="t", data_dir=tmp_path))
     assert ds.base.shape[1] == registry.get(src).dim and ds.base.dtype == np.float32
+    ids, dist = groundtruth.exact_knn(ds.base, ds.queries, 5)  # SYN's shortcut must agree
+    np.testing.assert_array_equal(ids, ds.gt_ids)
+    np.testing.assert_allclose(dist, ds.gt_dist, rtol=1e-4)
 
 
 @pytest.fixture

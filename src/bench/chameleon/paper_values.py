@@ -1,0 +1,84 @@
+"""The Chameleon authors' values, shown beside ours and labelled ``paper`` (Figures 7-12, Table 5).
+
+Loads the CSVs in ``paper_data/`` (copied into the package; see its README) and holds the constants
+quoted in the paper and in the authors' repositories.
+"""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import pandas as pd
+
+DATA = Path(__file__).resolve().parent / "paper_data"
+
+# Our dataset name -> the authors' dataset of the same shape (Table 3), index and m.
+DATASET_MAP = {
+    "sift-like": ("SIFT1000M", "IVF32768,PQ16", 16),
+    "deep-like": ("Deep1000M", "IVF32768,PQ16", 16),
+    "syn-512": ("RALM-S1000M", "IVF32768,PQ32", 32),
+    "syn-1024": ("RALM-L1000M", "IVF32768,PQ64", 64),
+}
+PAPER_N, PAPER_NLIST, PAPER_NPROBE, PAPER_K = 1_000_000_000, 32768, 32, 100
+PAPER_FREQ_MHZ = 140.0
+# Section 4.2.2 / PQMem: L1 queue length for m = 8 / 16 / 32 / 64.
+L1_LENGTHS = {8: 10, 16: 15, 32: 23, 64: 38}
+# FPGA reference point (original-code notes): SIFT m=32 build at 117 MHz, 10,000 queries in 12.69 s.
+FPGA_REFERENCE = {"m": 32, "freq_mhz": 117.0, "n_queries": 10_000, "seconds": 12.69,
+                  "n_vectors": PAPER_N, "nlist": PAPER_NLIST, "nprobe": PAPER_NPROBE,
+                  "authors_model_s": (11.48, 12.89)}
+# Clock of each FPGA build: the m=32 build ran at 117 MHz, the others at the paper's 140 MHz.
+BUILD_FREQ_MHZ = {16: 140.0, 32: 117.0, 64: 140.0}
+# Table 2 models (the paper's sizes).
+MODELS = {
+    "Dec-S": {"arch": "dec", "d_model": 512, "layers": 24, "heads": 8, "k": 100, "intervals": [1]},
+    "Dec-L": {"arch": "dec", "d_model": 1024, "layers": 96, "heads": 16, "k": 100, "intervals": [1]},
+    "EncDec-S": {"arch": "encdec", "d_model": 512, "layers": 24, "enc_layers": 2, "heads": 8, "k": 10,
+                 "intervals": [8, 64, 512]},
+    "EncDec-L": {"arch": "encdec", "d_model": 1024, "layers": 96, "enc_layers": 2, "heads": 16, "k": 10,
+                 "intervals": [8, 64, 512]},
+}
+
+
+def arch_config(arch: str) -> str:
+    """The authors' arch name -> our configuration name."""
+    if "FPGA" in arch:
+        return "fpga-gpu" if arch.endswith("GPU") else "fpga-cpu"
+    if arch.endswith("-1GPU"):
+        return "cpu-gpu (ran CPU-only)"
+    return "cpu"
+
+
+def arch_nodes(arch: str) -> int:
+    return int(arch.split("FPGA")[0]) if "FPGA" in arch else 0
+
+
+@functools.lru_cache(maxsize=None)
+def _csv(name: str) -> pd.DataFrame:
+    return pd.read_csv(DATA / name)
+
+
+def latency() -> pd.DataFrame:
+    df = _csv("vector_search_latency_ms.csv").copy()
+    df["config"] = df["arch"].map(arch_config)
+    df["n_fpga"] = df["arch"].map(arch_nodes)
+    return df
+
+
+def throughput() -> pd.DataFrame:
+    df = _csv("vector_search_throughput_qps.csv").copy()
+    df["config"] = df["arch"].map(arch_config)
+    df["n_fpga"] = df["arch"].map(arch_nodes)
+    return df
+
+
+def ralm() -> pd.DataFrame:
+    return _csv("ralm.csv").copy()
+
+
+def energy() -> pd.DataFrame:
+    return _csv("table5_energy_mj.csv").copy()
+
+
+def paper_dataset(name: str) -> str | None:
+    return DATASET_MAP.get(name, (None,))[0]

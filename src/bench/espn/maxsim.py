@@ -1,0 +1,68 @@
+"""MaxSim late-interaction scoring (paper equation 1) in torch, on the CPU or on CUDA.
+
+``S(q, d) = sum_i max_j E_q[i] . E_d[j]``. Both devices compute in fp32 from the fp16 table (TF32
+disabled on CUDA), so the scores agree to float rounding. A passage with no BOW vectors scores 0.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ..core import devices
+
+
+def resolve_device(device: str) -> str:
+    """``auto`` -> cuda when present else cpu; ``cuda`` without CUDA is an error."""
+    if device == "auto":
+        return "cuda" if devices.cuda_available() else "cpu"
+    if device == "cuda" and not devices.cuda_available():
+        from .errors import BackendUnavailable
+
+        raise BackendUnavailable("MaxSim on CUDA requested but torch sees no CUDA device")
+    if device not in ("cpu", "cuda"):
+        raise ValueError(f"device must be cpu, cuda or auto, got {device!r}")
+    return device
+
+
+def maxsim(q_tok: np.ndarray, bow: np.ndarray, lengths: np.ndarray, device: str = "cpu") -> np.ndarray:
+    """Scores [n] of one query's token vectors ``q_tok`` [tq, 32] against ``bow`` [n, t, 32]."""
+    n = bow.shape[0]
+    if n == 0:
+        return np.zeros(0, np.float32)
+    if device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
+    q = torch.as_tensor(np.asarray(q_tok, dtype=np.float32), device=device)
+    d = torch.as_tensor(np.ascontiguousarray(bow), device=device).float()
+    if d.shape[1] == 0 or q.shape[0] == 0:
+        return np.zeros(n, np.float32)
+    sim = torch.matmul(d, q.T)  # [n, t, tq]
+    lens = torch.as_tensor(np.asarray(lengths, dtype=np.int64), device=device)
+    pad = torch.arange(d.shape[1], device=device)[None, :] >= lens[:, None]
+    sim = sim.masked_fill(pad[:, :, None], float("-inf"))
+    best = sim.max(dim=1).values  # [n, tq]
+    best = torch.where(torch.isinf(best), torch.zeros_like(best), best)
+    out = best.sum(dim=1)
+    if device == "cuda":
+        devices.synchronize()
+    return out.cpu().numpy().astype(np.float32)
+
+
+def combine(cls_scores: np.ndarray, bow_scores: np.ndarray, bow_weight: float) -> np.ndarray:
+    """ColBERTer-style aggregate of the candidate generator's CLS score and the BOW MaxSim score."""
+    return np.asarray(cls_scores, np.float32) + np.float32(bow_weight) * np.asarray(bow_scores, np.float32)
+
+
+def partial_rerank(cand_ids: np.ndarray, cls_scores: np.ndarray, rerank_scores: dict[int, float] | np.ndarray,
+                   n: int) -> np.ndarray:
+    """Paper section 4.4: the top ``n`` candidates (by CLS score) ordered by their re-rank score,
+    followed by the rest in CLS order. ``rerank_scores`` gives the aggregate score of the top n."""
+    order = np.argsort(-np.asarray(cls_scores), kind="stable")
+    ids = np.asarray(cand_ids)[order]
+    ids = ids[ids >= 0]
+    top, rest = ids[:n], ids[n:]
+    if isinstance(rerank_scores, dict):
+        s = np.array([rerank_scores[int(i)] for i in top], np.float32)
+    else:
+        s = np.asarray(rerank_scores, np.float32)
+    top = top[np.argsort(-s, kind="stable")]
+    return np.concatenate([top, rest])

@@ -1,0 +1,109 @@
+"""Memory budgets (paper section 5.1): run a configuration with only part of the embedding table able to
+stay in memory.
+
+Mechanisms, best first (each record names the one that enforced its budget):
+
+- ``cgroup-v1``: as root with the cgroup v1 memory controller, the measuring process moves itself into
+  a child cgroup whose ``memory.limit_in_bytes`` covers the page cache too (unlike the paper's setup,
+  which needed an mlock'd balloon beside the cgroup). The process loads the ANN index, encoder and
+  queries *before* joining, so the cap is the memory for embedding pages plus a small headroom for
+  per-query buffers (recorded).
+- ``fadvise-evict``: elsewhere, the table's resident size is checked after every query (``mincore``)
+  and the table is evicted from the page cache (``posix_fadvise(DONTNEED)``) when it exceeds the budget.
+  This is an emulation (coarser than the kernel's LRU) and is labelled so.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .errors import BudgetError
+
+CGROUP_ROOT = Path("/sys/fs/cgroup/memory")
+
+
+def own_memory_cgroup() -> Path | None:
+    try:
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, ctrl, path = line.split(":", 2)
+            if "memory" in ctrl.split(","):
+                return CGROUP_ROOT / path.lstrip("/")
+    except OSError:
+        return None
+    return None
+
+
+def cgroup_v1_available() -> tuple[bool, str]:
+    if os.geteuid() != 0:
+        return False, "not root"
+    base = own_memory_cgroup()
+    if base is None or not (base / "memory.limit_in_bytes").exists():
+        return False, "no cgroup v1 memory controller for this process"
+    if not os.access(base, os.W_OK):
+        return False, f"{base} is not writable"
+    return True, str(base)
+
+
+def plan(table_bytes: int, ann_bytes: int, frac: float | None = None, total_bytes: int | None = None,
+         headroom_bytes: int = 0) -> dict:
+    """The budget of one configuration. ``frac``: embedding pages as a fraction of the table; or
+    ``total_bytes``: a total budget, which must hold the ANN index (else :class:`BudgetError`)."""
+    if (frac is None) == (total_bytes is None):
+        raise ValueError("give exactly one of frac or total_bytes")
+    if total_bytes is not None:
+        if total_bytes <= ann_bytes + headroom_bytes:
+            raise BudgetError(f"memory budget {total_bytes / 2**20:.1f} MiB is smaller than the ANN index "
+                              f"needs ({ann_bytes / 2**20:.1f} MiB) plus {headroom_bytes / 2**20:.1f} MiB "
+                              "headroom; the index must stay in memory")
+        emb = total_bytes - ann_bytes - headroom_bytes
+    else:
+        if frac <= 0:
+            raise BudgetError(f"memory budget fraction must be > 0, got {frac}")
+        emb = int(frac * table_bytes)
+        total_bytes = ann_bytes + emb + headroom_bytes
+    return {"budget_total_bytes": int(total_bytes), "budget_embedding_bytes": int(emb),
+            "budget_frac": emb / table_bytes if table_bytes else float("nan"),
+            "ann_index_bytes": int(ann_bytes), "headroom_bytes": int(headroom_bytes)}
+
+
+class CgroupCap:
+    """Move this process into a fresh child memory cgroup capped at ``limit_bytes``; undo on exit."""
+
+    def __init__(self, limit_bytes: int, name: str | None = None):
+        ok, why = cgroup_v1_available()
+        if not ok:
+            from .errors import BackendUnavailable
+
+            raise BackendUnavailable(f"cgroup v1 memory cap unavailable: {why}")
+        self.parent = own_memory_cgroup()
+        self.path = self.parent / (name or f"bench-espn-{os.getpid()}")
+        self.limit = int(limit_bytes)
+
+    def __enter__(self) -> "CgroupCap":
+        self.path.mkdir(exist_ok=True)
+        (self.path / "memory.limit_in_bytes").write_text(str(self.limit))
+        (self.path / "cgroup.procs").write_text(str(os.getpid()))
+        return self
+
+    def stats(self) -> dict:
+        def rd(f):
+            try:
+                return int((self.path / f).read_text().strip())
+            except (OSError, ValueError):
+                return None
+
+        return {"cgroup_max_usage_bytes": rd("memory.max_usage_in_bytes"),
+                "cgroup_usage_bytes": rd("memory.usage_in_bytes"), "cgroup_failcnt": rd("memory.failcnt")}
+
+    def reset_peak(self) -> None:
+        try:
+            (self.path / "memory.max_usage_in_bytes").write_text("0")
+        except OSError:
+            pass
+
+    def __exit__(self, *exc) -> None:
+        try:
+            (self.parent / "cgroup.procs").write_text(str(os.getpid()))
+            self.path.rmdir()
+        except OSError:
+            pass

@@ -1,0 +1,39 @@
+import numpy as np
+import pytest
+
+from bench.chameleon import fpga_model, paper_values
+from bench.core.errors import ConfigError
+
+
+def test_units_follow_the_paper():
+    assert fpga_model.FPGANode(m=32).units == 8          # 64 * 4 / 32 (section 4.1)
+    assert fpga_model.FPGANode(m=16).units == 16
+    assert fpga_model.FPGANode(m=64, channels=4).units == 4
+    assert fpga_model.FPGANode(m=16).scan_gbps() == pytest.approx(16 * 16 * 140e6 / 1e9)
+
+
+def test_calibration_reproduces_its_point():
+    ref = paper_values.FPGA_REFERENCE
+    node = fpga_model.calibrate(ref["m"], ref["freq_mhz"], ref["n_vectors"], ref["nlist"], ref["nprobe"],
+                                ref["n_queries"], ref["seconds"])
+    sizes = fpga_model.expected_list_sizes(ref["n_vectors"], ref["nlist"], ref["nprobe"], ref["n_queries"])
+    assert node.batch_seconds(sizes, 0)["fpga_s"] == pytest.approx(ref["seconds"], rel=1e-6)
+    assert node.list_overhead_cycles_per_subspace > 0
+
+
+def test_model_scales_with_work_and_nodes():
+    node = fpga_model.FPGANode(m=16)
+    small = node.batch_seconds(np.full((4, 32), 1000.0), 128)["fpga_s"]
+    big = node.batch_seconds(np.full((4, 32), 10000.0), 128)["fpga_s"]
+    two = node.batch_seconds(np.full((4, 32), 10000.0), 128, n_nodes=2)["fpga_s"]
+    assert big > small and two < big
+    assert node.batch_seconds(np.full((1, 32), 1000.0), 128)["network_s"] >= node.rtt_s
+
+
+def test_bad_node_parameters():
+    with pytest.raises(ConfigError):
+        fpga_model.FPGANode(m=24)
+    with pytest.raises(ConfigError):
+        fpga_model.FPGANode(m=16, freq_mhz=0)
+    with pytest.raises(ConfigError):
+        fpga_model.FPGANode(m=16).batch_seconds(np.ones((1, 2)), 8, n_nodes=0)

@@ -1,0 +1,33 @@
+"""Small ESPN fixtures: a synthetic table written into tmp_path (on the root file system, O_DIRECT-capable)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bench.espn import encoders, layout
+
+
+def _records(n, seed=0):
+    rng = np.random.default_rng(seed)
+    cls = rng.standard_normal((n, layout.CLS_DIM)).astype(np.float32)
+    counts = rng.integers(0, 140, size=n)
+    counts[0] = 0  # an empty passage, encoded as such
+    bows = [rng.standard_normal((int(t), layout.BOW_DIM)).astype(np.float16) for t in counts]
+    return cls, bows
+
+
+@pytest.fixture
+def table(tmp_path):
+    cls, bows = _records(300)
+    path = tmp_path / "t.espn"
+    off = layout.write_table(path, cls, bows)
+    return path, off, cls, bows
+
+
+@pytest.fixture(scope="module")
+def small_index():
+    from bench.espn import ann
+
+    rng = np.random.default_rng(1)
+    cls, _ = encoders.synthetic_filler(3000, 1, rng.standard_normal((40, 128)).astype(np.float32))
+    return ann.build(cls, "ivfflat", 32, seed=0), cls

@@ -1,0 +1,85 @@
+import numpy as np
+import pytest
+
+from bench.espn import backends, memory
+from bench.espn.errors import BackendUnavailable, BudgetError
+
+
+def _direct_ok(path):
+    try:
+        backends.DirectStore(path, depth=4).close()
+        return True
+    except BackendUnavailable:
+        return False
+
+
+@pytest.mark.parametrize("kind", ["mmap", "direct"])
+def test_backends_agree_with_memory(table, kind):
+    path, off, *_ = table
+    if kind == "direct" and not _direct_ok(path):
+        pytest.skip("O_DIRECT not supported here")
+    idx = np.random.default_rng(0).choice(300, 120, replace=False)
+    with backends.MemoryStore(path, off) as ref, backends.open_store(kind, path, off, depth=8) as st:
+        st.cold()
+        a, b = ref.read(idx), st.read(idx)
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(x, y)
+        fut = st.submit(idx, then=lambda dec: dec[2].sum())
+        assert fut.result() == a[2].sum()
+
+
+@pytest.mark.parametrize("engine", ["threadpool", "aio"])
+def test_direct_engines(table, engine):
+    path, off, *_ = table
+    if not _direct_ok(path):
+        pytest.skip("O_DIRECT not supported here")
+    from bench.espn import aio
+
+    if engine == "aio" and not aio.available():
+        pytest.skip("no Linux native AIO")
+    dt, iops = backends.random_read_iops(path, 200, 4, seed=0, engine=engine)
+    assert dt > 0 and iops > 0
+    idx = np.arange(0, 300, 3)
+    with backends.MemoryStore(path, off) as ref, backends.DirectStore(path, off, 8, engine) as st:
+        for x, y in zip(ref.read(idx), st.read(idx)):
+            np.testing.assert_array_equal(x, y)
+
+
+def test_cold_cache_and_resident(table):
+    path, *_ = table
+    with open(path, "rb") as fh:
+        fh.read()
+    backends.evict_page_cache(path)
+    assert backends.resident_bytes(path) <= path.stat().st_size
+
+
+def test_vm_swap_needs_swap(table):
+    path, *_ = table
+    if backends.swap_available():
+        pytest.skip("this machine has swap")
+    with pytest.raises(BackendUnavailable):
+        backends.VMSwapStore(path)
+
+
+def test_budget_plan_and_errors():
+    p = memory.plan(1000, 200, frac=0.5, headroom_bytes=10)
+    assert p["budget_embedding_bytes"] == 500 and p["budget_total_bytes"] == 710
+    with pytest.raises(BudgetError, match="ANN index"):
+        memory.plan(1000, 200, total_bytes=150)
+    with pytest.raises(BudgetError):
+        memory.plan(1000, 200, frac=0)
+
+
+def test_cgroup_cap():
+    ok, why = memory.cgroup_v1_available()
+    if not ok:
+        pytest.skip(f"cgroup v1 memory unavailable: {why}")
+    with memory.CgroupCap(512 * 2**20, name="bench-espn-test") as cap:
+        import mmap
+
+        buf = mmap.mmap(-1, 8 * 2**20)  # fresh anonymous pages, charged to the child when touched
+        buf.write(b"\1" * (8 * 2**20))
+        s = cap.stats()
+        assert s["cgroup_max_usage_bytes"] >= 4 * 2**20
+        buf.close()
+    assert not cap.path.exists()

@@ -1,0 +1,88 @@
+
+import numpy as np
+import pytest
+
+from bench.core.config import validate_section
+from bench.core.errors import BenchError, ConfigError
+from bench.data import prepared
+from bench.espn import encoders, runner
+from bench.espn.errors import EmptyPassageError, PrefetchConfigError
+
+
+def test_hash_encoder_deterministic_and_empty():
+    e = encoders.HashEncoder(seed=3).fit(["alpha beta", "beta gamma"])
+    c1, b1 = e.encode_docs(["alpha beta", ""])
+    c2, b2 = encoders.HashEncoder(seed=3, idf=e.idf).encode_docs(["alpha beta", ""])
+    np.testing.assert_array_equal(c1, c2)
+    assert b1[1].shape == (0, 32) and not c1[1].any()
+
+
+def test_empty_passages_error_or_encode():
+    with pytest.raises(EmptyPassageError, match="empty passage"):
+        encoders.check_passages(["a", "b"], ["text", "  "], allow_empty=False)
+    assert encoders.check_passages(["a", "b"], ["text", ""], allow_empty=True) == ["b"]
+
+
+def test_filler_token_distribution():
+    counts = encoders.token_counts(20000, np.random.default_rng(0))
+    assert 60 < counts.mean() < 75 and counts.min() >= 2 and counts.max() <= 160
+
+
+def test_minilm_encoder_offline():
+    ok, why = encoders.minilm_available()
+    if not ok:
+        pytest.skip(why)
+    docs = ["the cat sat on the mat", "stock markets fell sharply today", "a recipe for apple pie"]
+    e = encoders.MiniLMEncoder(batch_size=8).fit(docs * 60, sample=150)
+    c, b = e.encode_docs(docs + [""])
+    assert c.shape == (4, 128) and b[0].shape[1] == 32 and b[3].shape[0] == 0
+
+
+def test_colberter_unavailable_is_a_clear_error():
+    with pytest.raises(BenchError, match="colberter"):
+        encoders.make_encoder("colberter")
+
+
+def _params(**kw):
+    p = validate_section("espn", {"encoder": "hash", "filler_passages": 500, "index": {"nlist": 16},
+                                  "k": 100, "nprobe": 8, "nprobe_sweep": [2, 8], "hitrate_nprobe": [8],
+                                  "rerank_counts": [16, 100], "partial_rerank": 16, "repeats": 1,
+                                  "batch_sizes": [1, 2], "batch_repeats": 1, **kw})
+    return p
+
+
+def test_bad_params_before_measuring():
+    with pytest.raises(PrefetchConfigError):
+        runner.check_params(_params(prefetch_delta=20))
+    with pytest.raises(ConfigError, match="batch size"):
+        runner.check_params(_params(batch_sizes=[0, 1]))
+
+
+def test_build_hitrate_quality_batch(tmp_path):
+    m = prepared.prepare("mm", {"source": "synthetic/msmarco-like", "n_passages": 300, "n_query": 10},
+                         profile="t", data_dir=tmp_path, seed=1)
+    p = _params()
+    bdir = tmp_path / "build"
+    meta = runner.build(str(m), p, str(bdir), seed=1, threads=1)
+    assert meta["n_docs"] == 800 and meta["encoder"] == "hash"
+    runner.hitrate(bdir, p, tmp_path / "h.parquet", "t", 1, 1)
+    runner.quality(bdir, str(m), p, tmp_path / "q.parquet", "t", 1, 1)
+    runner.batch(bdir, p, tmp_path / "b.parquet", "t", 1, 1)
+    from bench.core import records
+
+    q = records.read(tmp_path / "q.parquet")
+    assert q[q.figure == "fig6"]["norm_mrr@10"].iloc[-1] == pytest.approx(1.0)
+    # an offsets table that does not match its table is caught before measuring
+    with open(runner.paths(bdir)["table"], "ab") as fh:
+        fh.write(b"\0" * 4096)
+    with pytest.raises(BenchError):
+        runner.hitrate(bdir, p, tmp_path / "h2.parquet", "t", 1, 1)
+
+
+def test_build_rejects_empty_passages(tmp_path):
+    m = prepared.prepare("mm", {"source": "synthetic/msmarco-like", "n_passages": 200, "n_query": 5,
+                                "empty_passages": 3}, profile="t", data_dir=tmp_path, seed=1)
+    with pytest.raises(EmptyPassageError):
+        runner.build(str(m), _params(), str(tmp_path / "b"), seed=1, threads=1)
+    meta = runner.build(str(m), _params(empty_passages="encode"), str(tmp_path / "b"), seed=1, threads=1)
+    assert meta["n_empty"] == 3

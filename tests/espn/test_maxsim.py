@@ -1,0 +1,56 @@
+import numpy as np
+import pytest
+
+from bench.core import devices
+from bench.espn import maxsim
+from bench.espn.errors import BackendUnavailable
+
+
+def _ref(q, bow, lens):
+    out = []
+    for d, n in zip(bow, lens):
+        out.append(0.0 if n == 0 else float((d[:n].astype(np.float32) @ q.T).max(0).sum()))
+    return np.array(out, np.float32)
+
+
+def _data(seed=0):
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((6, 32)).astype(np.float32)
+    bow = rng.standard_normal((50, 20, 32)).astype(np.float16)
+    lens = rng.integers(0, 21, 50)
+    for i, n in enumerate(lens):
+        bow[i, n:] = 0
+    return q, bow, lens
+
+
+def test_maxsim_cpu_matches_reference():
+    q, bow, lens = _data()
+    np.testing.assert_allclose(maxsim.maxsim(q, bow, lens, "cpu"), _ref(q, bow, lens), rtol=1e-5, atol=1e-4)
+
+
+def test_negative_similarities_are_not_clipped_by_padding():
+    q = -np.ones((1, 32), np.float32)
+    bow = np.ones((1, 4, 32), np.float16)
+    assert maxsim.maxsim(q, bow, np.array([2]))[0] == pytest.approx(-32.0)
+
+
+@pytest.mark.gpu
+def test_maxsim_cuda_same_scores():
+    q, bow, lens = _data(1)
+    np.testing.assert_allclose(maxsim.maxsim(q, bow, lens, "cuda"), maxsim.maxsim(q, bow, lens, "cpu"),
+                               rtol=1e-5, atol=1e-4)
+
+
+def test_cuda_request_without_cuda():
+    if devices.cuda_available():
+        pytest.skip("CUDA present")
+    with pytest.raises(BackendUnavailable):
+        maxsim.resolve_device("cuda")
+    assert maxsim.resolve_device("auto") == "cpu"
+
+
+def test_partial_rerank_keeps_the_rest_in_cls_order():
+    ids = np.array([10, 11, 12, 13, 14])
+    cls = np.array([5.0, 4.0, 3.0, 2.0, 1.0])
+    out = maxsim.partial_rerank(ids, cls, {10: 0.0, 11: 1.0, 12: 2.0}, 3)
+    assert list(out) == [12, 11, 10, 13, 14]
