@@ -130,7 +130,7 @@ if ESPN["enabled"]:
         input:
             lambda wc: ESPN_FIGS[wc.kind][1],
         output:
-            png=report(f"{ESPN_FIG}/{{kind}}.png", caption="report/espn/{kind}.rst", category="ESPN"),
+            png=report(f"{ESPN_FIG}/{{kind}}.png", caption="report/espn/figure.rst", category="ESPN"),
             pdf=f"{ESPN_FIG}/{{kind}}.pdf",
         wildcard_constraints:
             kind="|".join(ESPN_FIGS),
