@@ -81,3 +81,16 @@ def test_bad_config_fails_before_any_rule_runs(repo, tmp_path):
     prof = _profile(repo, tmp_path, ivf_recall={"datasets": ["ghost"]})
     r = _snakemake(repo, tmp_path, "--configfile", str(prof))
     assert r.returncode != 0 and "ghost" in r.stderr and "datasets" in r.stderr
+
+
+def test_every_report_caption_exists(repo):
+    """`snakemake --report` fails at the end of a run on a missing caption: check them all up front."""
+    import re
+
+    found = 0
+    for smk in (repo / "workflows").glob("*.smk"):
+        for cap in re.findall(r'caption="([^"]+)"', smk.read_text()):
+            assert "{" not in cap, f"{smk.name}: caption paths are not expanded by wildcards: {cap}"
+            assert (repo / "workflows" / cap).is_file(), f"{smk.name}: missing caption {cap}"
+            found += 1
+    assert found >= 3
