@@ -194,3 +194,34 @@ def test_cli_fetch_and_verify_against_a_local_mirror(tmp_path, repo):
     assert base.shape == (1_000_000, 96)
     r = subprocess.run(env_cmd + ["verify", "nope"], capture_output=True, text=True)
     assert r.returncode == 2 and "unknown dataset id 'nope'" in r.stderr
+
+
+def test_archive_is_unpacked_and_its_files_checked(tmp_path, http_server, monkeypatch):
+    import io
+    import tarfile
+
+    def tar_with(base_bytes):
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+            for name, data in (("s/base.fvecs", base_bytes), ("s/query.fvecs", q.read_bytes())):
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+        return buf.getvalue()
+
+    b = formats.write_vecs(tmp_path / "b.fvecs", np.ones((20, 4), np.float32))
+    q = formats.write_vecs(tmp_path / "q.fvecs", np.ones((3, 4), np.float32))
+    (http_server.root / "good.tar.gz").write_bytes(tar_with(b.read_bytes()))
+    (http_server.root / "bad.tar.gz").write_bytes(tar_with(b.read_bytes()[:-5]))
+    for name in ("good", "bad"):
+        src = Source(id=f"test/{name}", kind="vectors", description="a", archive=f"{name}.tar.gz",
+                     files=(RemoteFile(http_server.url(f"{name}.tar.gz"), f"{name}.tar.gz"),),
+                     base="s/base.fvecs", queries="s/query.fvecs")
+        monkeypatch.setitem(registry.SOURCES, src.id, src)
+    folder = download.fetch("test/good", tmp_path / "d", progress=False)
+    assert formats.read_vecs(folder / "s" / "base.fvecs").shape == (20, 4)
+    from bench.core.errors import DataFormatError
+
+    with pytest.raises(DataFormatError, match="not a multiple of the row size"):
+        download.fetch("test/bad", tmp_path / "d", progress=False)
+    assert not download.marker_path(registry.get("test/bad"), tmp_path / "d").exists()

@@ -83,14 +83,15 @@ def check_file(path: Path, rf: RemoteFile) -> dict:
     if rf.sha256 and info["sha256"] != rf.sha256:
         raise ChecksumError(f"{path}: sha256 {info['sha256']}, expected {rf.sha256}")
     if rf.size is None and not (rf.md5 or rf.sha256):
-        _check_format_header(path)
-        info["verified_by"] = "format header (no published size or checksum)"
+        checked = _check_format_header(path)
+        info["verified_by"] = ("format header (no published size or checksum)" if checked else
+                               "nothing published to check against; an archive's contents are checked after unpacking")
     else:
         info["verified_by"] = "md5" if rf.md5 else ("sha256" if rf.sha256 else "size")
     return info
 
 
-def _check_format_header(path: Path) -> None:
+def _check_format_header(path: Path) -> bool:
     from . import formats
 
     ext = path.suffix.lstrip(".")
@@ -98,6 +99,9 @@ def _check_format_header(path: Path) -> None:
         formats.read_vectors(path, ext, check_rows=False)
     elif ext == "biganngt":
         formats.read_groundtruth(path)
+    else:
+        return False
+    return True
 
 
 def _reject(path: Path) -> Path:
@@ -220,6 +224,14 @@ def fetch(source_id: str, data_dir: str | os.PathLike = "data", mirror=None, pro
     infos = [fetch_file(rf, folder, source_id=source_id, mirror=mirror, progress=progress) for rf in src.files]
     if src.archive:
         _unpack(folder / src.archive, folder)
+        # An archive without a published checksum (SIFT1M's) is checked through what it holds: every
+        # declared vector file must exist and agree with its format (size vs rows, header).
+        for rel in (src.base, src.queries, src.groundtruth):
+            if rel:
+                p = folder / rel
+                if not p.exists():
+                    raise ChecksumError(f"dataset {source_id!r}: {src.archive} does not contain {rel}")
+                _check_format_header(p)
     marker = marker_path(src, data_dir)
     write_text(marker, json.dumps({"source": source_id, "files": infos}, indent=2) + "\n")
     return folder
