@@ -76,6 +76,20 @@ class FPGAModel:
 
     track_max_abs_error_throughput_points.unit = "relative error"
 
+    def track_latency_points_within_20pct(self):
+        """Share of the authors' uncalibrated FPGA latency medians (all batch sizes) the model hits within 20%."""
+        import tempfile
+
+        from bench.chameleon import runner
+        from bench.core import config as cfgmod, records
+
+        with tempfile.TemporaryDirectory() as d:
+            df = records.read(runner.model(cfgmod.validate_section("chameleon", {}), f"{d}/model.parquet", "asv", 0))
+        lat = df[(df.kind == "latency_ms") & ~df.calibration]
+        return float((lat.rel_error.abs() <= 0.2).mean())
+
+    track_latency_points_within_20pct.unit = "fraction"
+
 
 class ApproxQueue:
     def setup(self):

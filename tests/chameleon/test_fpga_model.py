@@ -37,3 +37,37 @@ def test_bad_node_parameters():
         fpga_model.FPGANode(m=16, freq_mhz=0)
     with pytest.raises(ConfigError):
         fpga_model.FPGANode(m=16).batch_seconds(np.ones((1, 2)), 8, n_nodes=0)
+
+
+def _ralm_s_node():
+    ref = paper_values.FPGA_REFERENCE
+    return fpga_model.calibrate(ref["m"], ref["freq_mhz"], ref["n_vectors"], ref["nlist"], ref["nprobe"],
+                                ref["n_queries"], ref["seconds"])
+
+
+def test_host_calibration_reproduces_its_two_points():
+    node = _ralm_s_node()
+    host = fpga_model.calibrate_host(node, 1.789e-3, 4.459e-3, 1e9, 32768, 32, 512)
+    sizes = fpga_model.expected_list_sizes(1e9, 32768, 32, 1)
+    gpu = fpga_model.batch_latency_seconds(node, host, sizes, 512, 32768, "gpu")["total_s"]
+    cpu = fpga_model.batch_latency_seconds(node, host, sizes, 512, 32768, "cpu")["total_s"]
+    assert gpu == pytest.approx(1.789e-3, rel=1e-9) and cpu == pytest.approx(4.459e-3, rel=1e-9)
+    assert host.fixed_s > 0 and 1 < host.cpu_centroid_gbps < 200      # a plausible host memory bandwidth
+
+
+def test_batch_latency_is_pipelined_not_batch_times_single_query():
+    node = _ralm_s_node()
+    host = fpga_model.HostPath(fixed_s=0.5e-3, cpu_centroid_gbps=25.0)
+    one = fpga_model.batch_latency_seconds(node, host, fpga_model.expected_list_sizes(1e9, 32768, 32, 1), 512,
+                                           32768, "gpu")
+    many = fpga_model.batch_latency_seconds(node, host, fpga_model.expected_list_sizes(1e9, 32768, 32, 64), 512,
+                                            32768, "gpu")
+    assert many["total_s"] < 64 * one["total_s"]                      # the fixed cost is paid once per batch
+    assert many["fpga_s"] == pytest.approx(64 * one["fpga_s"])         # the node is the bottleneck stage
+    cpu = fpga_model.batch_latency_seconds(node, host, fpga_model.expected_list_sizes(1e9, 32768, 32, 64), 512,
+                                           32768, "cpu")
+    assert cpu["index_scan_s"] > 0 and many["index_scan_s"] == 0
+    with pytest.raises(ConfigError):
+        host.index_scan_seconds("tpu", 1, 32768, 512)
+    with pytest.raises(ConfigError):
+        fpga_model.calibrate_host(node, 1e-6, 2e-6, 1e9, 32768, 32, 512)   # faster than the node itself

@@ -51,6 +51,22 @@ def test_model_and_queue_steps_and_figures(tmp_path, params):
     assert (tmp_path / "model.caption.rst").read_text().count("modelled")
 
 
+def test_model_covers_every_archived_fpga_point(tmp_path, params):
+    df = records.read(runner.model(params, tmp_path / "model.parquet", "test", 1))
+    lat, thr = paper_values.latency(), paper_values.throughput()
+    assert (df.kind == "latency_ms").sum() == (lat.n_fpga > 0).sum()      # every batch size, no subset
+    assert (df.kind == "qps").sum() == (thr.n_fpga > 0).sum()
+    assert df.calibration.sum() == 3                                       # reference + two batch-1 latencies
+    val = df[~df.calibration]
+    assert (val[val.kind == "qps"].rel_error.abs() <= 0.2).all()           # the throughput fit is kept
+    row = figures._model_target(df, val)
+    assert f"all {(thr.n_fpga > 0).sum()} FPGA throughput points" in row["target"]
+    assert f"all {(lat.n_fpga > 0).sum() - 2} FPGA latency medians" in row["target"]
+    assert row["passed"] == bool((val.rel_error.abs() <= 0.2).all())
+    rows = figures._latency_breakdown(val)
+    assert any(r["target"].startswith("(evidence)") for r in rows) and all(r["passed"] is None for r in rows)
+
+
 def test_cli_registers_the_study():
     from bench.cli import build_parser
 

@@ -13,7 +13,9 @@ One memory node (an FPGA with DDR channels) scans the PQ codes of the probed lis
   ``l1_length`` at one element every two cycles (systolic queue, section 4.2.1) plus K outputs;
 - per batch, the network: a round trip plus the bytes of queries, list ids and results at the link rate.
 
-The queries of a batch are processed one after another (the accelerator pipeline is per query). With
+The queries of a batch are processed one after another (the accelerator pipeline is per query); the
+end-to-end latency of a batch (host index scan, per-batch fixed cost, network, pipelined node scan) is
+``batch_latency_seconds`` below. With
 several nodes, each holds ``1 / n_nodes`` of every list (section 4.3) and the nodes work in parallel.
 
 The model is driven by per-query list lengths: the real ones of our index, or, for the authors'
@@ -110,3 +112,61 @@ def calibrate(m: int, freq_mhz: float, n_vectors: float, nlist: int, nprobe: int
     if per < 0 or not math.isfinite(per):
         raise ConfigError(f"calibration point is faster than the decoding units allow (overhead {per:.1f} < 0)")
     return dataclasses.replace(base, list_overhead_cycles_per_subspace=per)
+
+
+# --------------------------------------------------------------------------- end-to-end batch latency
+# What one measured latency of the authors' FPGA runs contains (paper section 3, steps 2-8; archived
+# latency = wall clock around one batch's search call on the coordinator's client):
+#   1. the IVF index scan (coarse quantizer) on the GPU (FPGA-GPU) or on the 8-core CPU (FPGA-CPU);
+#   2. per-batch host work: client -> coordinator -> memory nodes over TCP, result aggregation, the
+#      round trips and the pipeline fill/drain of the node (first LUT, last K-selection drain);
+#   3. the node's scan of the B queries, pipelined: once full, the node is the bottleneck and each further
+#      query costs its steady-state service time (the same per-query time as the throughput model).
+# So latency(B) = fixed + index_scan(B) + network(B) + B x service; it is not B x latency(1).
+# Assumption (not calibrated): the CPU's sgemm rate for the coarse quantizer of a batch, for the authors'
+# 8-core EPYC 7313 (AVX2, 2 FMA x 8 fp32 lanes = 32 flop/cycle x 3.0 GHz x 8 cores = 768 GFLOP/s peak),
+# at 50% of peak.
+DEFAULT_CPU_GFLOPS = 384.0
+
+
+@dataclasses.dataclass(frozen=True)
+class HostPath:
+    """The non-FPGA part of one batch's latency (per-batch fixed cost and the IVF index scan)."""
+    fixed_s: float                 # calibrated: per-batch host, coordinator and pipeline fill/drain time
+    cpu_centroid_gbps: float       # calibrated: the CPU streams the nlist x d fp32 centroids once per batch
+    cpu_gflops: float = DEFAULT_CPU_GFLOPS
+
+    def index_scan_seconds(self, on: str, nq: int, nlist: int, dim: int) -> float:
+        """Coarse quantizer of a batch: ~0 on the GPU (folded into fixed_s); table read + sgemm on the CPU."""
+        if on == "gpu":
+            return 0.0
+        if on != "cpu":
+            raise ConfigError(f"index scan runs on 'cpu' or 'gpu', not {on!r}")
+        return nlist * dim * 4 / (self.cpu_centroid_gbps * 1e9) + 2.0 * nq * nlist * dim / (self.cpu_gflops * 1e9)
+
+
+def batch_latency_seconds(node: FPGANode, host: HostPath, list_sizes: np.ndarray, dim: int, nlist: int,
+                          index_on: str, n_nodes: int = 1) -> dict[str, float]:
+    """Modelled end-to-end latency of one batch: fixed + index scan + network + pipelined node scan."""
+    s = np.atleast_2d(np.asarray(list_sizes, dtype=np.float64))
+    nodes = node.batch_seconds(s, dim, n_nodes)
+    idx = host.index_scan_seconds(index_on, s.shape[0], nlist, dim)
+    return {"host_fixed_s": host.fixed_s, "index_scan_s": idx, "network_s": nodes["network_s"],
+            "fpga_s": nodes["fpga_s"], "total_s": host.fixed_s + idx + nodes["total_s"]}
+
+
+def calibrate_host(node: FPGANode, gpu_batch1_s: float, cpu_batch1_s: float, n_vectors: float, nlist: int,
+                   nprobe: int, dim: int, n_nodes: int = 1, cpu_gflops: float = DEFAULT_CPU_GFLOPS) -> HostPath:
+    """Solve the two host parameters from the batch-1 latency of one configuration, FPGA-GPU and FPGA-CPU.
+
+    The GPU point gives the per-batch fixed cost (its index scan is folded into it); the CPU point of the
+    same dataset then gives the CPU's centroid-streaming bandwidth (the only other difference).
+    """
+    sizes = expected_list_sizes(n_vectors, nlist, nprobe, 1)
+    node_s = node.batch_seconds(sizes, dim, n_nodes)["total_s"]
+    fixed = gpu_batch1_s - node_s
+    cpu_idx = cpu_batch1_s - fixed - node_s - 2.0 * nlist * dim / (cpu_gflops * 1e9)
+    if fixed < 0 or cpu_idx <= 0:
+        raise ConfigError(f"host calibration impossible: fixed {fixed * 1e3:.3f} ms, CPU index scan "
+                          f"{cpu_idx * 1e3:.3f} ms")
+    return HostPath(fixed_s=fixed, cpu_centroid_gbps=nlist * dim * 4 / cpu_idx / 1e9, cpu_gflops=cpu_gflops)

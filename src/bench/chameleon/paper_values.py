@@ -27,6 +27,13 @@ L1_LENGTHS = {8: 10, 16: 15, 32: 23, 64: 38}
 FPGA_REFERENCE = {"m": 32, "freq_mhz": 117.0, "n_queries": 10_000, "seconds": 12.69,
                   "n_vectors": PAPER_N, "nlist": PAPER_NLIST, "nprobe": PAPER_NPROBE,
                   "authors_model_s": (11.48, 12.89)}
+# Vector dimensionality of the authors' datasets (Table 3; RALM-S/L: SIFT queries tiled to 512/1024).
+PAPER_DIM = {"SIFT": 128, "Deep": 96, "RALM-S": 512, "RALM-L": 1024}
+# Latency-model calibration: the batch-1 medians of one configuration, FPGA-GPU (per-batch fixed cost) and
+# FPGA-CPU (CPU centroid bandwidth). RALM-S1000M is the m=32 build, the same build (117 MHz, m=32) as
+# FPGA_REFERENCE, so the node's per-query time in these two points is the one already calibrated.
+LATENCY_CALIBRATION = {"dataset": "RALM-S1000M", "batch_size": 1, "gpu_arch": "1FPGA-1GPU",
+                       "cpu_arch": "1FPGA-8CPU"}
 # Clock of each FPGA build: the m=32 build ran at 117 MHz, the others at the paper's 140 MHz.
 BUILD_FREQ_MHZ = {16: 140.0, 32: 117.0, 64: 140.0}
 # Table 2 models (the paper's sizes).
@@ -47,6 +54,14 @@ def arch_config(arch: str) -> str:
     if arch.endswith("-1GPU"):
         return "cpu-gpu (ran CPU-only)"
     return "cpu"
+
+
+def paper_dim(dataset: str) -> int:
+    return next(d for k, d in PAPER_DIM.items() if dataset.startswith(k))
+
+
+def paper_n_vectors(dataset: str) -> float:
+    return 2e9 if "2000M" in dataset else 1e9
 
 
 def arch_nodes(arch: str) -> int:
