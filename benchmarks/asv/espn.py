@@ -14,7 +14,7 @@ import tempfile
 import numpy as np
 
 from bench.core import measure
-from bench.espn import ann, backends, encoders, layout, maxsim, pipeline
+from bench.espn import aio, ann, backends, encoders, layout, maxsim, pipeline
 
 from ._fixtures import THREADS
 
@@ -96,7 +96,8 @@ class Prefetcher:
         """Median per-query latency, direct+prefetch / direct without prefetch (same run)."""
         out = {}
         for step in (None, 0.3):
-            with backends.DirectStore(self.path, depth=32) as st:
+            bg = "aio" if step and aio.available() else None  # the prefetch_engine default
+            with backends.DirectStore(self.path, depth=32, background_engine=bg) as st:
                 r = pipeline.Retriever(self.index, st, 1000, 32, 1000, step)
                 t = measure.repeat(lambda: [r.run(self.q[i:i + 1], [self.qt[i]]) for i in range(10)], 3, 1)
             out[step] = np.median(t.runs)

@@ -3,6 +3,7 @@ import pytest
 
 from bench.espn import backends, memory
 from bench.espn.errors import BackendUnavailable, BudgetError
+from bench.core.errors import BenchError
 
 
 def _direct_ok(path):
@@ -43,6 +44,21 @@ def test_direct_engines(table, engine):
     with backends.MemoryStore(path, off) as ref, backends.DirectStore(path, off, 8, engine) as st:
         for x, y in zip(ref.read(idx), st.read(idx)):
             np.testing.assert_array_equal(x, y)
+    # background (prefetch) reads through this engine while critical-path reads use the other one;
+    # reads of one record (where decode would return views of the reused buffer) stay intact
+    other = "threadpool" if engine == "aio" else "aio"
+    if other == "aio" and not aio.available():
+        return
+    with backends.MemoryStore(path, off) as ref, \
+            backends.DirectStore(path, off, 8, other, background_engine=engine) as st:
+        futs = [st.submit(idx[i:i + 7]) for i in range(0, len(idx), 7)]
+        one = [st.read(idx[i:i + 1]) for i in range(5)]
+        for i, f in zip(range(0, len(idx), 7), futs):
+            for x, y in zip(ref.read(idx[i:i + 7]), f.result()):
+                np.testing.assert_array_equal(x, y)
+        for i, dec in enumerate(one):
+            for x, y in zip(ref.read(idx[i:i + 1]), dec):
+                np.testing.assert_array_equal(x, y)
 
 
 def test_cold_cache_and_resident(table):
@@ -83,3 +99,27 @@ def test_cgroup_cap():
         assert s["cgroup_max_usage_bytes"] >= 4 * 2**20
         buf.close()
     assert not cap.path.exists()
+
+
+def test_blkio_throttle_slows_direct_reads(tmp_path):
+    """The emulated slower SSD: a cgroup v1 blkio read-IOPS cap on the table's disk (as root)."""
+    path = tmp_path / "t.bin"
+    path.write_bytes(np.random.default_rng(0).integers(0, 255, 8 * 2**20, dtype=np.uint8).tobytes())
+    ok, why = memory.blkio_available(path)
+    if not ok:
+        pytest.skip(f"blkio throttle unavailable: {why}")
+    try:
+        backends.random_read_iops(path, 8, 1, 0)
+    except (OSError, BenchError) as exc:
+        pytest.skip(f"no O_DIRECT here: {exc}")
+    with memory.BlkioThrottle(path, 1000, name="bench-espn-test-blkio") as th:
+        assert (th.path / "blkio.throttle.read_iops_device").read_text().split()[1] == "1000"
+        backends.evict_page_cache(path)
+        dt, iops = backends.random_read_iops(path, 300, 16, 1)
+    assert iops < 1500  # about the cap (native reads here run at tens of thousands)
+    assert not th.path.exists()
+
+
+def test_blkio_not_on_a_block_device():
+    ok, why = memory.blkio_available("/proc/self/status")
+    assert not ok and why

@@ -1,5 +1,6 @@
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from bench.core.config import validate_section
@@ -86,3 +87,69 @@ def test_build_rejects_empty_passages(tmp_path):
         runner.build(str(m), _params(), str(tmp_path / "b"), seed=1, threads=1)
     meta = runner.build(str(m), _params(empty_passages="encode"), str(tmp_path / "b"), seed=1, threads=1)
     assert meta["n_empty"] == 3
+
+
+def _fake_records(tmp_path, emulated: str):
+    """Minimal e2e/hitrate/iops/batch record sets for the summary and the e2e figures."""
+    from bench.core import provenance, records
+
+    rows = []
+    native = {("memory", "unlimited"): 0.02, ("mmap", "0.50"): 0.09, ("direct", "0.50"): 0.04,
+              ("direct_prefetch", "0.50"): 0.03}
+    for (k, b), v in native.items():
+        for rep in range(2):
+            rows.append({"backend": k, "budget": b, "phase": "measured", "repeat": rep, "total_s": v,
+                         "encode_s": 0.0, "ann_s": 0.001, "prefetch_wait_s": 0.0, "crit_read_s": v / 2,
+                         "rerank_s": v / 2, "status": "ok", "reason": "", "source": "measured", "ssd": "native",
+                         "ssd_read_iops": np.nan})
+    for k, v in (("mmap", 0.4), ("direct", 0.1), ("direct_prefetch", 0.05)):
+        if emulated == "ok":
+            rows.append({"backend": k, "budget": "0.50", "phase": "measured", "repeat": 0, "total_s": v,
+                         "encode_s": 0.0, "ann_s": 0.001, "prefetch_wait_s": 0.0, "crit_read_s": v / 2,
+                         "rerank_s": v / 2, "status": "ok", "reason": "", "source": "emulated",
+                         "ssd": "emulated", "ssd_read_iops": 20000.0})
+        else:
+            rows.append({"backend": k, "budget": "0.50", "phase": "measured", "status": "not_run",
+                         "reason": "emulated SSD: not root", "source": "not_run", "ssd": "emulated",
+                         "ssd_read_iops": 20000.0})
+    prov = provenance.collect(profile="t", config={}, seed=None, method="test")
+    records.write(tmp_path / "e.parquet", pd.DataFrame(rows), prov)
+    records.write(tmp_path / "h.parquet", pd.DataFrame([{"nprobe": 8, "step": 0.3, "rerank_n": 100,
+                                                          "hit_rate": 0.95, "source": "measured"}]), prov)
+    records.write(tmp_path / "i.parquet", pd.DataFrame(
+        [{"tool": t, "engine": e, "qd": 32, "repeat": 0, "iops": v, "status": "ok", "source": "measured"}
+         for t, e, v in (("espn-reader", "threadpool", 90.0), ("fio", "io_uring", 100.0))]), prov)
+    records.write(tmp_path / "b.parquet", pd.DataFrame([{"batch": 1, "source": "measured"}]), prov)
+
+
+@pytest.mark.parametrize("emulated", ["ok", "not_run"])
+def test_summary_reports_native_and_emulated_apart(tmp_path, emulated):
+    from bench.core import records
+    from bench.espn import figures
+
+    _fake_records(tmp_path, emulated)
+    p = _params(emulated_ssd={"enabled": True, "read_iops": 20000}, iops_depths=[1, 32])
+    runner.summary(tmp_path / "e.parquet", tmp_path / "h.parquet", tmp_path / "i.parquet",
+                   tmp_path / "b.parquet", p, tmp_path / "targets.parquet", "t")
+    t = records.read(tmp_path / "targets.parquet")
+    nat = t[t.ssd == "native"]
+    emu = t[t.ssd == "emulated"]
+    mm = nat[nat.target.str.contains("faster than mmap")].iloc[0]
+    assert mm.value == pytest.approx(3.0) and "emulated" not in mm.target  # from the native rows only
+    assert nat[nat.target.str.contains("no slower than direct")].value.iloc[0] == pytest.approx(0.75)
+    assert len(emu) and emu.target.str.contains("emulated SSD").all()
+    if emulated == "ok":
+        assert emu[emu.target.str.contains("faster than mmap")].value.iloc[0] == pytest.approx(8.0)
+    else:
+        v = emu["pass"].iloc[0]
+        assert emu.measured.iloc[0].startswith("not run") and (v is None or v == "None" or pd.isna(v))
+    md = (tmp_path / "targets.md").read_text()
+    assert "| emulated |" in md and "| native |" in md
+    # the e2e figures label the emulated rows and never merge them with the native ones
+    figures.draw("tables45", [str(tmp_path / "e.parquet")], str(tmp_path / "t45.png"))
+    tab = pd.read_csv(tmp_path / "t45.csv")
+    if emulated == "ok":
+        emu_rows = tab[tab.backend.str.contains("emulated", na=False)]
+        assert len(emu_rows) == 3 and emu_rows["0.50"].max() == pytest.approx(400.0)
+        assert tab[tab.backend == figures.BACKEND_NAMES["mmap"]]["0.50"].iloc[0] == pytest.approx(90.0)
+    figures.draw("fig1", [str(tmp_path / "e.parquet")], str(tmp_path / "f1.png"))

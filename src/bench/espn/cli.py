@@ -42,6 +42,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     w.add_argument("--seed", type=int, required=True)
     w.add_argument("--threads", type=int, required=True)
     w.add_argument("--out", required=True)
+    w.add_argument("--blkio-iops", type=int, default=None,
+                   help="emulated slower SSD: cgroup v1 blkio read-IOPS throttle on the table's disk")
     w.set_defaults(func=_worker)
 
     t = s.add_parser("summary", help="targets: measured value, threshold, pass/fail")
@@ -81,7 +83,7 @@ def _worker(a) -> None:
     from . import runner
 
     runner.e2e_worker(a.build, a.params, a.budget, a.label, a.kinds.split(","), a.mechanism, a.seed,
-                      a.threads, a.out)
+                      a.threads, a.out, blkio_iops=a.blkio_iops)
 
 
 def _summary(a) -> None:

@@ -43,11 +43,27 @@ def _e2e_means(df):
     return m
 
 
+EMU = " (emulated SSD)"
+
+
+def _with_series(df):
+    """``series``: the back end, suffixed for rows run on the emulated slower SSD (blkio throttle), so
+    emulated rows are never drawn or tabulated as native ones."""
+    ssd = df["ssd"].fillna("native") if "ssd" in df else pd.Series("native", index=df.index)
+    return df.assign(ssd=ssd, series=np.where(ssd == "emulated", df.backend + EMU, df.backend))
+
+
+def _series_label(series: str) -> str:
+    if series.endswith(EMU):
+        return plotting.label_source(BACKEND_NAMES.get(series[:-len(EMU)], series), "emulated")
+    return BACKEND_NAMES.get(series, series)
+
+
 def fig1(paths, out):
-    m = _e2e_means(_read(paths))
+    m = _with_series(_e2e_means(_read(paths)))
     stages = ["encode_s", "ann_s", "prefetch_wait_s", "crit_read_s", "rerank_s"]
-    g = m.groupby(["backend", "budget"])[stages].mean().reset_index()
-    g["label"] = g.backend.map(BACKEND_NAMES).fillna(g.backend) + "\n@" + g.budget
+    g = m.groupby(["series", "budget"])[stages].mean().reset_index()
+    g["label"] = g.series.map(_series_label) + "\n@" + g.budget
     fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(g)), 4))
     bottom = np.zeros(len(g))
     for s in stages:
@@ -130,21 +146,22 @@ def fig7(paths, out):
 
 
 def tables45(paths, out):
-    df = _read(paths)
+    df = _with_series(_read(paths))
     m = _e2e_means(df)
-    per = (m.groupby(["backend", "budget", "repeat"]).total_s.mean().groupby(["backend", "budget"])
+    per = (m.groupby(["series", "budget", "repeat"]).total_s.mean().groupby(["series", "budget"])
            .agg(["median", "min", "max"]).reset_index())
-    piv = per.pivot(index="backend", columns="budget", values="median") * 1e3
+    piv = per.pivot(index="series", columns="budget", values="median") * 1e3
     nr = df[df.status != "ok"]
     for _, r in nr.iterrows():
-        piv.loc[r.backend, r.budget] = np.nan
+        piv.loc[r.series, r.budget] = np.nan
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     ax = axes[0]
     budgets = [c for c in piv.columns if c != "unlimited"]
     for b in piv.index:
         if b == "memory" or piv.loc[b, budgets].isna().all():
             continue
-        ax.plot([float(x) for x in budgets], piv.loc[b, budgets], marker="o", label=BACKEND_NAMES.get(b, b))
+        ax.plot([float(x) for x in budgets], piv.loc[b, budgets], marker="o", label=_series_label(b),
+                ls="-." if b.endswith(EMU) else "-")
     if "unlimited" in piv.columns and "memory" in piv.index:
         ax.axhline(piv.loc["memory", "unlimited"], color="k", ls=":", label=BACKEND_NAMES["memory"])
     ax.set_xlabel("memory for embedding pages / table size")
@@ -162,11 +179,19 @@ def tables45(paths, out):
     plotting.save(fig, out, "Tables 4/5: end-to-end query latency per back end and memory budget (median of "
                   "per-run means; spread in the CSV). Right: the paper's Table 4 with the memory limit "
                   "expressed as the fraction of the BOW table left after the 4.3 GB ANN index. "
-                  "Rows not run on this machine (e.g. virtual memory + swap without swap) are blank.")
+                  "Rows not run on this machine (e.g. virtual memory + swap without swap) are blank. Rows "
+                  "marked [emulated] ran on an emulated slower SSD (cgroup v1 blkio read-IOPS throttle).")
     t = piv.reset_index()
     t.columns = [str(c) for c in t.columns]
-    reasons = nr.groupby("backend").reason.first().to_dict()
-    t["note"] = t.backend.map(lambda b: reasons.get(b, ""))
+    reasons = nr.groupby("series").reason.first().to_dict()
+    t["note"] = t.series.map(lambda b: reasons.get(b, ""))
+    emu_iops = df.loc[df.ssd == "emulated", "ssd_read_iops"].dropna() if "ssd_read_iops" in df else []
+    if len(emu_iops):
+        mask = t.series.str.endswith(EMU)
+        t.loc[mask, "note"] = t.loc[mask, "note"].map(lambda x: f"{x}; " if x else "") + \
+            f"emulated SSD: blkio {int(emu_iops.iloc[0]):,} read IOPS"
+    t["series"] = t.series.map(_series_label)
+    t = t.rename(columns={"series": "backend"})
     paper = pd.DataFrame([{"backend": f"paper Table 4: {b}", **{f"{g} GB": v for g, v in zip(PV.TABLE4_MEMORY_GB, vals)}}
                           for b, vals in PV.TABLE4_MS.items()] +
                          [{"backend": f"paper Table 5: {b}", **{f"{g} GB": v for g, v in zip(PV.TABLE5_MEMORY_GB, vals)}}

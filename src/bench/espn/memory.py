@@ -107,3 +107,78 @@ class CgroupCap:
             self.path.rmdir()
         except OSError:
             pass
+
+
+# ----------------------------------------------------------------------------- emulated slower SSD
+
+BLKIO_ROOT = Path("/sys/fs/cgroup/blkio")
+
+
+def own_blkio_cgroup() -> Path | None:
+    try:
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, ctrl, path = line.split(":", 2)
+            if "blkio" in ctrl.split(","):
+                return BLKIO_ROOT / path.lstrip("/")
+    except OSError:
+        return None
+    return None
+
+
+def block_device_of(path: str | os.PathLike) -> str:
+    """``MAJ:MIN`` of the whole disk holding ``path`` (blkio throttles whole disks, not partitions);
+    :class:`BudgetError` when the file is not on a block device (tmpfs, overlay)."""
+    st = os.stat(path)
+    dev = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+    sysd = Path("/sys/dev/block") / dev
+    if not sysd.exists():
+        raise BudgetError(f"{path} is on device {dev}, which is not a block device")
+    if (sysd / "partition").exists():
+        dev = (sysd.resolve().parent / "dev").read_text().strip()
+    return dev
+
+
+def blkio_available(path: str | os.PathLike) -> tuple[bool, str]:
+    """Whether a cgroup v1 blkio read-IOPS throttle can be put on the device holding ``path``."""
+    if os.geteuid() != 0:
+        return False, "not root"
+    base = own_blkio_cgroup()
+    if base is None or not (base / "blkio.throttle.read_iops_device").exists():
+        return False, "no cgroup v1 blkio controller with throttling for this process"
+    if not os.access(base, os.W_OK):
+        return False, f"{base} is not writable"
+    try:
+        return True, block_device_of(path)
+    except (OSError, BudgetError) as exc:
+        return False, str(exc)
+
+
+class BlkioThrottle:
+    """Move this process (all its threads) into a fresh child blkio cgroup whose
+    ``blkio.throttle.read_iops_device`` caps reads from the table's disk at ``iops``: an emulated
+    slower SSD. Undone on exit."""
+
+    def __init__(self, path: str | os.PathLike, iops: int, name: str | None = None):
+        ok, why = blkio_available(path)
+        if not ok:
+            from .errors import BackendUnavailable
+
+            raise BackendUnavailable(f"cgroup v1 blkio throttle unavailable: {why}")
+        if int(iops) < 1:
+            raise BudgetError(f"emulated SSD read IOPS must be >= 1, got {iops}")
+        self.device, self.iops = why, int(iops)
+        self.parent = own_blkio_cgroup()
+        self.path = self.parent / (name or f"bench-espn-blkio-{os.getpid()}")
+
+    def __enter__(self) -> "BlkioThrottle":
+        self.path.mkdir(exist_ok=True)
+        (self.path / "blkio.throttle.read_iops_device").write_text(f"{self.device} {self.iops}")
+        (self.path / "cgroup.procs").write_text(str(os.getpid()))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            (self.parent / "cgroup.procs").write_text(str(os.getpid()))
+            self.path.rmdir()
+        except OSError:
+            pass

@@ -1,11 +1,16 @@
 """The ESPN retrieve-and-re-rank pipeline (paper Figure 4, sections 4.2-4.4).
 
 One query batch: coarse quantisation for eta lists; with the prefetcher, ``search_preassigned`` on the
-first delta lists gives an approximate top-K whose top-n embeddings are read asynchronously (and
-MaxSim-scored as soon as they arrive: early re-ranking) while the main thread scans the remaining
-lists; then the main thread waits for the prefetcher (as in the paper's design), reads only the
-misses on the critical path, scores them, and merges. Only the top ``rerank_n`` candidates are
-re-ranked (partial re-ranking, section 4.4); the rest keep their CLS order.
+first delta lists gives an approximate top-K whose top-n embeddings a background thread reads in
+chunks (approximate-rank order, the next chunk in flight while the current one is MaxSim-scored:
+early re-ranking) while the main thread scans the remaining lists. When the ANN finishes, the final
+top n is published: chunks not yet issued are cut to the records still needed (the prefetcher does not
+go on reading candidates that left the top n, nor score them), and the main thread reads the misses on
+the critical path at once, concurrently with the prefetcher's remaining reads, scores them, then joins
+the prefetcher and merges. (The first version waited for the whole prefetch, read plus MaxSim of all
+n approximate candidates, before reading the misses: with a short ANN that put n + misses reads and
+scorings in series on the critical path, slower than no prefetching.) Only the top ``rerank_n``
+candidates are re-ranked (partial re-ranking, section 4.4); the rest keep their CLS order.
 """
 from __future__ import annotations
 
@@ -37,7 +42,7 @@ class Retriever:
 
     def __init__(self, index, store: EmbeddingStore, k: int, nprobe: int, rerank_n: int,
                  prefetch_step: float | None = None, device: str = "cpu", bow_weight: float = 1.0,
-                 prefetch_chunk: int = 1024):
+                 prefetch_chunk: int = 256):
         if rerank_n < 1:
             raise PrefetchConfigError(f"re-rank count must be >= 1, got {rerank_n}")
         if k < rerank_n:
@@ -56,12 +61,15 @@ class Retriever:
     def _score(self, q_toks, owners: list[np.ndarray], ids: np.ndarray, dec) -> list[dict[int, float]]:
         """MaxSim of each query against its own docs among the decoded rows (``ids`` row order)."""
         _, bow, lens = dec
-        row = {int(d): r for r, d in enumerate(ids)}
+        ids = np.asarray(ids, dtype=np.int64)
+        order = np.argsort(ids, kind="stable")
+        sorted_ids = ids[order]
         out = []
         for qt, mine in zip(q_toks, owners):
-            rows = np.array([row[int(d)] for d in mine], dtype=np.int64)
+            mine = np.asarray(mine, dtype=np.int64)
+            rows = order[np.searchsorted(sorted_ids, mine)]
             s = maxsim(qt, bow[rows], lens[rows], self.device) if len(rows) else np.zeros(0, np.float32)
-            out.append({int(d): float(v) for d, v in zip(mine, s)})
+            out.append(dict(zip(mine.tolist(), s.tolist())))
         return out
 
     def run(self, q_cls: np.ndarray, q_toks: list[np.ndarray]) -> BatchResult:
@@ -70,29 +78,53 @@ class Retriever:
         t = {"ann": 0.0, "prefetch_wait": 0.0, "crit_read": 0.0, "rerank": 0.0, "prefetch_io": 0.0}
         t0 = time.perf_counter()
         Dq, Iq = ann.coarse(self.index, q_cls, self.nprobe)
-        fut, pre_sets, t_sub = None, [set() for _ in range(B)], 0.0
+        fut, pre_sets, t_sub, owners = None, [set() for _ in range(B)], 0.0, []
+        final_box: list = [None]  # the final per-query top n, published once the ANN is done
         if self.delta is not None:
             Da, Ia = ann.scan(self.index, q_cls, self.k, Iq[:, :self.delta], Dq[:, :self.delta])
             owners = [a[a >= 0][: self.n] for a in Ia]
-            union = np.unique(np.concatenate(owners)) if B else np.zeros(0, np.int64)
             pre_sets = [set(map(int, o)) for o in owners]
+            if B:  # the union in approximate-rank order (best candidates read first)
+                cat = np.concatenate(owners)
+                _, first = np.unique(cat, return_index=True)
+                union = cat[np.sort(first)]
+            else:
+                union = np.zeros(0, np.int64)
 
             t_sub = time.perf_counter()
-            # the reads go out in chunks (one background reader), and each chunk is MaxSim-scored as
-            # soon as it arrives (early re-ranking) by another thread, overlapping the next chunk's I/O
-            chunks = [union[i:i + self.chunk] for i in range(0, len(union), self.chunk)] or [union]
-            reads = [self.store.submit(c) for c in chunks]
-
-            def early(chunks=chunks, reads=reads, owners=owners):
+            # One background thread reads the approximate top n chunk by chunk and MaxSim-scores each
+            # chunk as it arrives (early re-ranking). Once the ANN is done the final top n is known:
+            # chunks not yet read are cut to the records still needed (no reads of candidates that
+            # left the top n), and only needed records are scored.
+            def early(union=union, owners=owners):
                 scores = [dict() for _ in range(B)]
-                for c, f in zip(chunks, reads):
-                    cset = set(map(int, c))
-                    mine = [o[np.fromiter((int(d) in cset for d in o), bool, len(o))] for o in owners]
-                    for sc, new in zip(scores, self._score(q_toks, mine, c, f.result())):
+                n_read = 0
+
+                def issue(s):  # the next chunk's read, cut to what is still needed once that is known
+                    c = union[s:s + self.chunk]
+                    fin = final_box[0]
+                    if fin is not None:
+                        c = c[np.isin(c, fin[0])]
+                    return c, (self.store.submit(c) if len(c) else None)
+
+                starts = list(range(0, len(union), self.chunk))
+                nxt = issue(starts[0]) if starts else None
+                for j in range(len(starts)):
+                    c, f = nxt
+                    # double buffering: the following chunk is in flight while this one is scored
+                    nxt = issue(starts[j + 1]) if j + 1 < len(starts) else None
+                    if f is None:
+                        continue
+                    dec = f.result()
+                    n_read += len(c)
+                    fin = final_box[0]
+                    want = owners if fin is None else fin[1]
+                    mine = [o[np.isin(o, c)] for o in want]
+                    for sc, new in zip(scores, self._score(q_toks, mine, c, dec)):
                         sc.update(new)
                 if cuda:
                     devices.synchronize()
-                return scores, time.perf_counter()
+                return scores, time.perf_counter(), n_read
 
             fut = self._early_pool.submit(early)
             if self.delta < self.nprobe:
@@ -104,24 +136,30 @@ class Retriever:
             D, I = ann.scan(self.index, q_cls, self.k, Iq, Dq)
         t1 = time.perf_counter()
         t["ann"] = t1 - t0
-        early_scores = [dict() for _ in range(B)]
-        if fut is not None:
-            early_scores, t_done = fut.result()
-            t2 = time.perf_counter()
-            t["prefetch_wait"] = t2 - t1
-            t["prefetch_io"] = t_done - t_sub
-        else:
-            t2 = t1
         finals = [i[i >= 0][: self.n] for i in I]
+        early_scores = [dict() for _ in range(B)]
+        n_pre_read = 0
+        if fut is not None:
+            hit_owners = [f[np.isin(f, np.fromiter(p, np.int64, len(p)))] if p else f[:0]
+                          for f, p in zip(finals, pre_sets)]
+            need = np.unique(np.concatenate(hit_owners)) if B else np.zeros(0, np.int64)
+            final_box[0] = (need, hit_owners)  # published: the prefetcher narrows its remaining reads
         miss_owners = [f[~np.isin(f, np.fromiter(p, np.int64, len(p)))] if p else f
                        for f, p in zip(finals, pre_sets)]
         hits = sum(len(f) - len(m) for f, m in zip(finals, miss_owners))
         needed = sum(len(f) for f in finals)
         miss_union = np.unique(np.concatenate(miss_owners)) if B else np.zeros(0, np.int64)
+        # the misses are read on the critical path right away, while the prefetcher finishes its
+        # reads (both go through the store's queue, so they share the device's depth)
         dec = self.store.read(miss_union) if len(miss_union) else None
-        t3 = time.perf_counter()
-        t["crit_read"] = t3 - t2
+        t2 = time.perf_counter()
+        t["crit_read"] = t2 - t1
         late = self._score(q_toks, miss_owners, miss_union, dec) if dec is not None else [dict() for _ in range(B)]
+        t3 = time.perf_counter()
+        if fut is not None:
+            early_scores, t_done, n_pre_read = fut.result()
+            t["prefetch_wait"] = time.perf_counter() - t3
+            t["prefetch_io"] = t_done - t_sub
         rankings = []
         for b in range(B):
             bow = {**early_scores[b], **late[b]}
@@ -133,8 +171,9 @@ class Retriever:
         if cuda:
             devices.synchronize()
         t4 = time.perf_counter()
-        t["rerank"] = t4 - t3
+        t["rerank"] = t4 - t2 - t["prefetch_wait"]
         t["total"] = t4 - t0
         return BatchResult(rankings, I, t, hits=hits, needed=needed,
                            extra={"n_prefetched": int(sum(len(p) for p in pre_sets)),
-                                  "n_crit_reads": int(len(miss_union))})
+                                  "n_crit_reads": int(len(miss_union)), "n_prefetch_reads": int(n_pre_read),
+                                  "approx_ids": owners})
