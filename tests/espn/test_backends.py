@@ -123,3 +123,17 @@ def test_blkio_throttle_slows_direct_reads(tmp_path):
 def test_blkio_not_on_a_block_device():
     ok, why = memory.blkio_available("/proc/self/status")
     assert not ok and why
+
+
+def test_parent_removes_a_dead_workers_cgroups(tmp_path, monkeypatch):
+    from bench.espn import memory
+
+    mem, blk = tmp_path / "mem", tmp_path / "blk"
+    (mem / "bench-espn-4242").mkdir(parents=True)
+    (blk / "bench-espn-blkio-4242").mkdir(parents=True)
+    (mem / "bench-espn-7").mkdir()
+    monkeypatch.setattr(memory, "own_memory_cgroup", lambda: mem)
+    monkeypatch.setattr(memory, "own_blkio_cgroup", lambda: blk)
+    assert len(memory.remove_worker_cgroups(4242)) == 2
+    assert not (mem / "bench-espn-4242").exists() and (mem / "bench-espn-7").exists()
+    assert memory.remove_worker_cgroups(4242) == []

@@ -182,3 +182,21 @@ class BlkioThrottle:
             self.path.rmdir()
         except OSError:
             pass
+
+
+def remove_worker_cgroups(pid: int) -> list[Path]:
+    """Remove the cgroups a worker process ``pid`` made (memory cap, blkio throttle) when it could not
+    remove them itself (an OOM kill ends it inside its cap). Called by the parent after the worker
+    exits; only empty cgroups are removed (rmdir fails on a cgroup that still holds a process)."""
+    removed = []
+    for parent, name in ((own_memory_cgroup(), f"bench-espn-{pid}"),
+                         (own_blkio_cgroup(), f"bench-espn-blkio-{pid}")):
+        if parent is None:
+            continue
+        d = parent / name
+        try:
+            d.rmdir()
+            removed.append(d)
+        except OSError:
+            pass
+    return removed

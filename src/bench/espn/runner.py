@@ -344,7 +344,10 @@ def _spawn_worker(build_dir, params, label, budget, kinds, mech, seed, threads,
         # glibc: few arenas and a fixed mmap threshold, so freed per-query buffers go back to the
         # kernel instead of accumulating as anonymous memory charged to the cap (recorded).
         env = {**os.environ, **MALLOC_ENV}
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) as worker:
+            stdout, stderr = worker.communicate()
+        memory.remove_worker_cgroups(worker.pid)  # an OOM-killed worker cannot remove its own cap
+        proc = subprocess.CompletedProcess(cmd, worker.returncode, stdout, stderr)
         if proc.returncode == 0 and outp.exists():
             return pd.read_parquet(outp)
         reason = "OOM-killed under the memory cap" if proc.returncode in (137, -9) else \
