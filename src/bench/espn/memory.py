@@ -22,15 +22,20 @@ from .errors import BudgetError
 CGROUP_ROOT = Path("/sys/fs/cgroup/memory")
 
 
-def own_memory_cgroup() -> Path | None:
+def _own_cgroup(controller: str, root: Path) -> Path | None:
+    """This process's cgroup v1 folder for ``controller`` (from /proc/self/cgroup), or None."""
     try:
         for line in Path("/proc/self/cgroup").read_text().splitlines():
             _, ctrl, path = line.split(":", 2)
-            if "memory" in ctrl.split(","):
-                return CGROUP_ROOT / path.lstrip("/")
+            if controller in ctrl.split(","):
+                return root / path.lstrip("/")
     except OSError:
         return None
     return None
+
+
+def own_memory_cgroup() -> Path | None:
+    return _own_cgroup("memory", CGROUP_ROOT)
 
 
 def cgroup_v1_available() -> tuple[bool, str]:
@@ -115,14 +120,7 @@ BLKIO_ROOT = Path("/sys/fs/cgroup/blkio")
 
 
 def own_blkio_cgroup() -> Path | None:
-    try:
-        for line in Path("/proc/self/cgroup").read_text().splitlines():
-            _, ctrl, path = line.split(":", 2)
-            if "blkio" in ctrl.split(","):
-                return BLKIO_ROOT / path.lstrip("/")
-    except OSError:
-        return None
-    return None
+    return _own_cgroup("blkio", BLKIO_ROOT)
 
 
 def block_device_of(path: str | os.PathLike) -> str:
