@@ -4,7 +4,6 @@ from __future__ import annotations
 import argparse
 import json
 
-from .errors import ConfigError
 
 
 def json_arg(text: str):
@@ -22,9 +21,3 @@ def add_run_args(p: argparse.ArgumentParser, *, params: bool = True) -> None:
     if params:
         p.add_argument("--params", type=json_arg, required=True,
                        help="the study's validated config section, as JSON")
-
-
-def positive(name: str, value: int) -> int:
-    if value < 1:
-        raise ConfigError(f"{name} must be >= 1, got {value}")
-    return value

@@ -89,9 +89,6 @@ class Timings:
     runs: list[float]
     results: list[Any] = dataclasses.field(default_factory=list, repr=False)
 
-    def summary(self) -> dict[str, float]:
-        return summarize(self.runs)
-
 
 def repeat(fn: Callable[[], Any], repeats: int, warmup: int = 1, cuda: bool = False,
            keep_results: bool = False) -> Timings:

@@ -38,15 +38,19 @@ def own_memory_cgroup() -> Path | None:
     return _own_cgroup("memory", CGROUP_ROOT)
 
 
-def cgroup_v1_available() -> tuple[bool, str]:
+def _controller_usable(base: Path | None, control_file: str, what: str) -> tuple[bool, str]:
+    """Whether this process (as root) can create child cgroups under ``base`` using ``control_file``."""
     if os.geteuid() != 0:
         return False, "not root"
-    base = own_memory_cgroup()
-    if base is None or not (base / "memory.limit_in_bytes").exists():
-        return False, "no cgroup v1 memory controller for this process"
+    if base is None or not (base / control_file).exists():
+        return False, f"no cgroup v1 {what} for this process"
     if not os.access(base, os.W_OK):
         return False, f"{base} is not writable"
     return True, str(base)
+
+
+def cgroup_v1_available() -> tuple[bool, str]:
+    return _controller_usable(own_memory_cgroup(), "memory.limit_in_bytes", "memory controller")
 
 
 def plan(table_bytes: int, ann_bytes: int, frac: float | None = None, total_bytes: int | None = None,
@@ -138,13 +142,10 @@ def block_device_of(path: str | os.PathLike) -> str:
 
 def blkio_available(path: str | os.PathLike) -> tuple[bool, str]:
     """Whether a cgroup v1 blkio read-IOPS throttle can be put on the device holding ``path``."""
-    if os.geteuid() != 0:
-        return False, "not root"
-    base = own_blkio_cgroup()
-    if base is None or not (base / "blkio.throttle.read_iops_device").exists():
-        return False, "no cgroup v1 blkio controller with throttling for this process"
-    if not os.access(base, os.W_OK):
-        return False, f"{base} is not writable"
+    ok, why = _controller_usable(own_blkio_cgroup(), "blkio.throttle.read_iops_device",
+                                 "blkio controller with throttling")
+    if not ok:
+        return False, why
     try:
         return True, block_device_of(path)
     except (OSError, BudgetError) as exc:

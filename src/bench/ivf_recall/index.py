@@ -58,6 +58,10 @@ def load(path: str | os.PathLike) -> faiss.Index:
     return faiss.read_index(str(path))
 
 
+def nlist(index: faiss.Index) -> int:
+    return int(faiss.extract_index_ivf(index).nlist)
+
+
 def set_nprobe(index: faiss.Index, nprobe: int) -> None:
     ivf = faiss.extract_index_ivf(index)
     if nprobe < 1 or nprobe > ivf.nlist:

@@ -44,7 +44,7 @@ def run(*, manifest: str | Path, index_path: str | Path, params: Mapping[str, An
     thread_info = measure.set_threads(threads)
     ds = prepared.load_vectors(manifest)
     index = ivf.load(index_path)
-    nlist = faiss_nlist(index)
+    nlist = ivf.nlist(index)
     validate(params, nlist, ds.gt_ids.shape[1])
     prov = provenance.collect(
         profile=profile, config=dict(params), seed=seed, dataset_id=f"{ds.name} ({ds.id})",
@@ -75,9 +75,3 @@ def run(*, manifest: str | Path, index_path: str | Path, params: Mapping[str, An
     rec = measured.groupby(["dataset", "nprobe"])[[c for c in df if c.startswith("recall_at_")]].first()
     summary = summary.merge(rec.reset_index(), on=["dataset", "nprobe"])
     return records.write(out, df, prov, summary)
-
-
-def faiss_nlist(index) -> int:
-    import faiss
-
-    return int(faiss.extract_index_ivf(index).nlist)
