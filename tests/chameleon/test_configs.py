@@ -18,7 +18,23 @@ def test_cpu_torch_fpga_return_the_same_neighbours(small_index):
     assert pqscan.overlap(out["cpu"].I, out["torch-cpu"].I).mean() >= 0.99
     assert pqscan.overlap(out["cpu"].I, out["fpga-cpu"].I).mean() >= 0.99
     assert configs.make("fpga-cpu", index, 4).source == "modelled"
-    assert set(out["fpga-cpu"].parts) >= {"coarse_s", "fpga_s", "network_s"}
+    assert set(out["fpga-cpu"].parts) >= {"coarse_s", "fpga_s", "network_s", "host_fixed_s"}
+
+
+def test_fpga_latency_carries_the_calibrated_host_cost(small_index):
+    from bench.chameleon import runner
+    from bench.core import config as core_config
+
+    index, _, xq = small_index
+    params = core_config.validate_section("chameleon", {})
+    host = runner.host_path(params)
+    assert host.fixed_s > 0
+    o = configs.make("fpga-cpu", index, 4, 1, host_fixed_s=host.fixed_s).search(xq, 20)
+    p = o.parts
+    assert o.seconds == pytest.approx(p["host_fixed_s"] + p["coarse_s"] + p["fpga_s"] + p["network_s"], rel=1e-9)
+    assert p["host_fixed_s"] == host.fixed_s
+    with pytest.raises(ConfigError, match="host fixed cost"):
+        configs.make("fpga-cpu", index, 4, 1, host_fixed_s=-1.0)
 
 
 def test_cuda_configs_report_unavailable_without_cuda(small_index):

@@ -73,6 +73,12 @@ def test_build_hitrate_quality_batch(tmp_path):
 
     q = records.read(tmp_path / "q.parquet")
     assert q[q.figure == "fig6"]["norm_mrr@10"].iloc[-1] == pytest.approx(1.0)
+    # with filler in the table the hit rate is also measured on the collection's passages alone
+    h = records.read(tmp_path / "h.parquet")
+    assert set(h.corpus) == {"full index", "real passages only"}
+    real = h[h.corpus == "real passages only"]
+    assert (real.n_docs == 300).all() and (h[h.corpus == "full index"].n_docs == 800).all()
+    assert real.nprobe_used.max() <= real.nlist.max() and h.hit_rate.between(0, 1).all()
     # an offsets table that does not match its table is caught before measuring
     with open(runner.paths(bdir)["table"], "ab") as fh:
         fh.write(b"\0" * 4096)
@@ -138,6 +144,10 @@ def test_summary_reports_native_and_emulated_apart(tmp_path, emulated):
     assert mm.value == pytest.approx(3.0) and "emulated" not in mm.target  # from the native rows only
     assert nat[nat.target.str.contains("no slower than direct")].value.iloc[0] == pytest.approx(0.75)
     assert len(emu) and emu.target.str.contains("emulated SSD").all()
+    premise = nat[nat.target.str.startswith("premise of the 1.2x target")].iloc[0]
+    # budget = cached ANN time x (1 - step); reads = K records of 4 KiB at fio's 100 IOPS
+    assert premise.value == pytest.approx(0.001 * (1 - p["prefetch_step"]) / (p["k"] / 100.0))
+    assert premise["pass"] in (False, "False")
     if emulated == "ok":
         assert emu[emu.target.str.contains("faster than mmap")].value.iloc[0] == pytest.approx(8.0)
     else:

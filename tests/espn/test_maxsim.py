@@ -28,6 +28,13 @@ def test_maxsim_cpu_matches_reference():
     np.testing.assert_allclose(maxsim.maxsim(q, bow, lens, "cpu"), _ref(q, bow, lens), rtol=1e-5, atol=1e-4)
 
 
+def test_packed_maxsim_equals_padded_reference():
+    q, bow, lens = _data(2)
+    lens[0] = 0  # a passage with no tokens scores 0 either way
+    np.testing.assert_array_equal(maxsim.maxsim(q, bow, lens), maxsim.maxsim_padded(q, bow, lens))
+    assert maxsim.maxsim(q, bow, lens)[0] == 0.0
+
+
 def test_negative_similarities_are_not_clipped_by_padding():
     q = -np.ones((1, 32), np.float32)
     bow = np.ones((1, 4, 32), np.float16)

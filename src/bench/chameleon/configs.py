@@ -21,7 +21,8 @@ puts the coarse quantizer on the GPU. CUDA configurations are chosen at run time
 
 ``search(xq, k)`` returns a :class:`SearchOutput` whose ``seconds`` is the batch latency: wall-clock
 (``bench.core.measure.Timer``, CUDA synchronised) for measured configurations; measured coarse time
-plus the performance model's node time for the FPGA ones.
+plus the authors' per-batch host fixed cost (calibrated, ``runner.host_path``) plus the performance
+model's node time for the FPGA ones.
 """
 from __future__ import annotations
 
@@ -215,7 +216,7 @@ class FPGA(SearchConfig):
     source = "modelled"
 
     def __init__(self, index, nprobe, threads=1, node: FPGANode | None = None, n_nodes: int = 1,
-                 index_scan: str = "cpu"):
+                 index_scan: str = "cpu", host_fixed_s: float = 0.0):
         super().__init__(index, nprobe, threads)
         if index_scan not in ("cpu", "gpu"):
             raise ConfigError(f"index_scan must be cpu or gpu, got {index_scan!r}")
@@ -226,6 +227,9 @@ class FPGA(SearchConfig):
         if self.node.m != self.ivf.pq.M:
             raise ConfigError(f"FPGA model is for m={self.node.m}, the index has m={self.ivf.pq.M}")
         self.n_nodes = n_nodes
+        if host_fixed_s < 0:
+            raise ConfigError(f"host fixed cost must be >= 0 s, got {host_fixed_s}")
+        self.host_fixed_s = float(host_fixed_s)  # modelled per-batch host cost (runner.host_path)
 
     def search(self, xq, k):
         x = np.ascontiguousarray(xq, dtype=np.float32)
@@ -239,13 +243,14 @@ class FPGA(SearchConfig):
                 Dq, Iq = self.ivf.quantizer.search(x, self.nprobe)
         D, I = pqscan.faiss_scan(self.index, x, Iq, Dq, k)
         model = self.node.batch_seconds(self.sizes[Iq], self.ivf.d, self.n_nodes)
-        return SearchOutput(D, I, tc.seconds + model["total_s"],
-                            {"coarse_s": tc.seconds, "fpga_s": model["fpga_s"], "network_s": model["network_s"]})
+        return SearchOutput(D, I, self.host_fixed_s + tc.seconds + model["total_s"],
+                            {"coarse_s": tc.seconds, "fpga_s": model["fpga_s"], "network_s": model["network_s"],
+                             "host_fixed_s": self.host_fixed_s})
 
 
 def make(name: str, index, nprobe: int, threads: int = 1, node: FPGANode | None = None,
-         n_nodes: int = 1, layout=None) -> SearchConfig:
-    """A configuration by name (see the module table)."""
+         n_nodes: int = 1, layout=None, host_fixed_s: float = 0.0) -> SearchConfig:
+    """A configuration by name (see the module table); ``host_fixed_s`` is the fpga-* per-batch host cost."""
     if name == "cpu":
         return CPU(index, nprobe, threads)
     if name == "cpu-gpu":
@@ -255,5 +260,6 @@ def make(name: str, index, nprobe: int, threads: int = 1, node: FPGANode | None 
     if name in ("torch-cpu", "torch-cuda"):
         return Torch(index, nprobe, threads, device="cpu" if name == "torch-cpu" else "cuda", layout=layout)
     if name in ("fpga-cpu", "fpga-gpu"):
-        return FPGA(index, nprobe, threads, node=node, n_nodes=n_nodes, index_scan=name.split("-")[1])
+        return FPGA(index, nprobe, threads, node=node, n_nodes=n_nodes, index_scan=name.split("-")[1],
+                    host_fixed_s=host_fixed_s)
     raise ConfigError(f"unknown search configuration {name!r}; one of {list(NAMES)}")

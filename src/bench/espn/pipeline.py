@@ -163,10 +163,11 @@ class Retriever:
         rankings = []
         for b in range(B):
             bow = {**early_scores[b], **late[b]}
-            f = finals[b]
-            cls_s = {int(i): float(d) for i, d in zip(I[b], D[b]) if i >= 0}
-            agg = {int(d): float(combine(cls_s[int(d)], bow[int(d)], self.w)) for d in f}
+            f = finals[b].tolist()
             valid = I[b] >= 0
+            cls_s = dict(zip(I[b][valid].tolist(), D[b][valid].tolist()))
+            agg = dict(zip(f, combine(np.array([cls_s[d] for d in f], np.float32),
+                                      np.array([bow[d] for d in f], np.float32), self.w).tolist()))
             rankings.append(partial_rerank(I[b][valid], D[b][valid], agg, self.n))
         if cuda:
             devices.synchronize()

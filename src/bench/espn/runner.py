@@ -67,6 +67,9 @@ def build(manifest: str, params: dict, out_dir: str, seed: int, threads: int) ->
 
     check_params(params)
     set_threads(threads, params)
+    import torch
+
+    torch.set_num_threads(threads)  # building is not measured: the encoder gets every thread
     ds = prepared.load_text(manifest)
     empty = encoders.check_passages(ds.doc_ids, ds.docs, params["empty_passages"] == "encode")
     name = params["encoder"]
@@ -223,21 +226,50 @@ def hitrate(build_dir, params, out, profile, seed, threads):
     prov = _prov(profile, params, seed, meta, "Figure 7: prefetcher hit rate = fraction of the final top-n "
                  "candidates (after eta lists) already in the approximate top-n after delta = step x eta "
                  "lists (search_preassigned); per query. Prefetch budget (equation 2) = ANN time(eta) - "
-                 "ANN time(delta), wall clock, medians over queries.")
+                 "ANN time(delta), wall clock, medians over queries. corpus = 'full index' (every record) or, "
+                 "when the table has synthetic filler, 'real passages only' (an index of the collection's "
+                 "passages alone: nlist scaled by n_real / n_docs, nprobe by the same factor).")
     rows = []
     K = params["k"]
-    for eta in params["hitrate_nprobe"]:
-        eta = min(eta, index.nlist)
-        for step in params["prefetch_steps"]:
-            delta = ann.delta_for(eta, step)
-            (Da, Ia), (D, I) = ann.staged(index, qc, eta, delta, K)
-            for n in sorted({K, params["partial_rerank"]}):
-                hr = ann.hit_rate(Ia[:, :n], I[:, :n])
-                for q, h in zip(qids, hr):
-                    rows.append({"nprobe": eta, "step": step, "delta": delta, "rerank_n": n, "query_id": q,
-                                 "hit_rate": float(h), "source": "measured"})
+    indexes = [("full index", index, 1.0)]
+    n_real, n_docs = int(meta["n_real"]), int(meta["n_docs"])
+    if meta.get("n_filler", 0) and n_real >= 2 * 39:
+        # Synthetic filler records sit close to the real passages, so a full-index hit rate says more
+        # about the generator than about the collection: measure it on the real passages alone too, with
+        # the same list size (nlist scaled by n_real / n_docs) and the same fraction of lists probed.
+        real_cls = _real_cls(build_dir, off, n_real)
+        ix = params["index"]
+        nl = max(1, round(index.nlist * n_real / n_docs))
+        ridx = ann.build(real_cls, ix["kind"], nl, ix.get("m", 16), ix.get("nbits", 8), seed=seed)
+        indexes.append(("real passages only", ridx, ridx.nlist / index.nlist))
+    for corpus, idx, scale in indexes:
+        seen = set()
+        for eta_full in params["hitrate_nprobe"]:
+            eta = round(eta_full * scale)
+            if corpus != "full index":  # probe enough lists to hold 2K candidates at least
+                eta = max(eta, int(np.ceil(2 * K * idx.nlist / max(idx.ntotal, 1))))
+            eta = max(1, min(eta, idx.nlist))
+            if eta in seen:  # two nprobe values that scale to the same lists: measured once
+                continue
+            seen.add(eta)
+            for step in params["prefetch_steps"]:
+                delta = ann.delta_for(eta, step)
+                (Da, Ia), (D, I) = ann.staged(idx, qc, eta, delta, K)
+                for n in sorted({K, params["partial_rerank"]}):
+                    hr = ann.hit_rate(Ia[:, :n], I[:, :n])
+                    for q, h in zip(qids, hr):
+                        rows.append({"corpus": corpus, "n_docs": idx.ntotal, "nlist": idx.nlist,
+                                     "nprobe": eta_full, "nprobe_used": eta, "step": step, "delta": delta,
+                                     "rerank_n": n, "query_id": q, "hit_rate": float(h), "source": "measured"})
     df = pd.DataFrame(rows)
-    records.write(out, df, prov, records.summarize_runs(df, ["nprobe", "step", "rerank_n"], "hit_rate"))
+    records.write(out, df, prov, records.summarize_runs(df, ["corpus", "nprobe", "step", "rerank_n"], "hit_rate"))
+
+
+def _real_cls(build_dir, off, n_real: int) -> np.ndarray:
+    """The CLS vectors (fp16 in the table) of the first ``n_real`` records, the collection's passages."""
+    with backends.MmapStore(paths(build_dir)["table"], off) as st:
+        parts = [st.read(np.arange(s, e))[0].astype(np.float32) for s, e in layout.iter_chunks(n_real, 20000)]
+    return np.concatenate(parts)
 
 
 # ----------------------------------------------------------------------------- e2e: Tables 4/5, Figure 1
@@ -649,6 +681,20 @@ def summary(e2e_path, hit_path, iops_path, batch_path, params, out, profile):
         return out
 
     rows += ratio_rows("native", frac, "")
+    # The premise of the "within 1.2x of cached" target (paper equation 4): the reads of one query's top K
+    # fit in the prefetch budget, the ANN time of the eta - delta lists still to scan. Here: the device
+    # time of those reads at fio's IOPS (4 KiB units) against that budget, from the same records.
+    build = records.read_provenance(e2e_path).get("build", {})
+    ann_cached = m[(m.ssd == "native") & (m.backend == "memory")].ann_s.median()
+    budget_s = ann_cached * (1 - params["prefetch_step"])
+    io_units = params["k"] * float(build.get("mean_io_size", 4096)) / 4096
+    dev_s = io_units / (f if f == f else r)
+    rows.append({"target": "premise of the 1.2x target: prefetch budget >= device time of one query's "
+                           f"top-{params['k']} reads (equation 4 threshold >= 1 query)",
+                 "measured": f"budget {ms(budget_s)} (ANN {ms(ann_cached)} x {1 - params['prefetch_step']:.0%} "
+                             f"of the lists) vs {ms(dev_s)} of reads at {'fio' if f == f else 'reader'} "
+                             f"QD {qd} IOPS: threshold {budget_s / dev_s:.2f} queries",
+                 "value": budget_s / dev_s, "threshold": 1.0, "pass": bool(budget_s >= dev_s), "ssd": "native"})
     emu_params = emulated_ssd_params(params)
     emu = e[e.ssd == "emulated"]
     if emu_params["enabled"] or len(emu):
@@ -664,10 +710,24 @@ def summary(e2e_path, hit_path, iops_path, batch_path, params, out, profile):
             rows.append({"target": f"direct+prefetch vs mmap at 2x memory [{note}]", "measured": f"not run ({why})",
                          "value": np.nan, "threshold": 3.0, "pass": None, "ssd": "emulated"})
     K = params["k"]
-    for eta in sorted(h.nprobe.unique()):
-        hr = h[(h.nprobe == eta) & (np.isclose(h.step, 0.3)) & (h.rerank_n == K)].hit_rate.mean()
-        rows.append({"target": f"prefetch hit rate at a 30% step >= 90% (nprobe {eta}, top {K})",
-                     "measured": f"{hr:.1%}", "value": hr, "threshold": 0.9, "pass": bool(hr >= 0.9)})
+    if "corpus" not in h:
+        h = h.assign(corpus="full index")
+    hprov = records.read_provenance(hit_path).get("build", {})
+    n_fill, n_all = hprov.get("n_filler", 0), hprov.get("n_docs", 0)
+    for (corpus, eta), g in h.groupby(["corpus", "nprobe"]):
+        hr = g[(np.isclose(g.step, 0.3)) & (g.rerank_n == K)].hit_rate.mean()
+        what = (f"; {n_fill / n_all:.0%} of this index is synthetic filler, so this rate describes the "
+                "generator, not the collection" if corpus == "full index" and n_fill and n_all else "")
+        docs = int(g.n_docs.iloc[0]) if "n_docs" in g else n_all
+        if corpus != "full index":
+            used = int(g.nprobe_used.iloc[0])
+            n_small = params["partial_rerank"]
+            hs = g[(np.isclose(g.step, 0.3)) & (g.rerank_n == n_small)].hit_rate.mean()
+            what = (f" (nprobe {used} of {int(g.nlist.iloc[0])} lists; K is {K / max(docs, 1):.1%} of these "
+                    f"records, against 0.01% in the paper's 8.8M; top {n_small}: {hs:.1%})")
+        rows.append({"target": f"prefetch hit rate at a 30% step >= 90% (nprobe {eta}, top {K}, {corpus})",
+                     "measured": f"{hr:.1%} over {docs:,} records{what}", "value": hr, "threshold": 0.9,
+                     "pass": bool(hr >= 0.9)})
     df = pd.DataFrame(rows)
     df["ssd"] = df["ssd"].fillna("native") if "ssd" in df else "native"
     df["profile"] = profile
