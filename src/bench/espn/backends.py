@@ -448,6 +448,9 @@ def random_read_iops(table, n_reads: int, depth: int, seed: int, block: int = 40
     st._io = cf.ThreadPoolExecutor(max_workers=depth, thread_name_prefix="odirect")
     st._pool = None
     buf = mmap.mmap(-1, n_reads * block)
+    # fault the destination in before timing, as fio's preallocated buffers are: otherwise every O_DIRECT
+    # read first faults in (and zeroes) a fresh anonymous page, which measured ~20% of the IOPS here
+    np.frombuffer(buf, np.uint8)[::mmap.PAGESIZE] = 0
     try:
         st.read_into(offs[: min(n_reads, 256)], np.full(min(n_reads, 256), block), buf, stride=block)  # warm threads
         t0 = time.perf_counter()
