@@ -66,27 +66,28 @@ def _load(manifest: str, index_path: str):
     return ds, idx
 
 
-def fpga_node(params: dict, m: int) -> fpga_model.FPGANode:
-    """The node model calibrated on the authors' reference point (SIFT m=32 build, 117 MHz)."""
+def fpga_node(params: dict, m: int, freq_mhz: float | None = None) -> fpga_model.FPGANode:
+    """The node model for PQ ``m`` at ``freq_mhz`` (default: the profile's clock), its per-list overhead
+    calibrated on the authors' reference point (SIFT m=32 build, 10,000 queries in 12.69 s at 117 MHz)."""
     f = params["fpga"]
     ref = paper_values.FPGA_REFERENCE
+    kw = dict(channels=f["channels"], axi_bytes=f["axi_bytes"], rtt_s=f["rtt_us"] * 1e-6, link_gbps=f["link_gbps"])
     cal = fpga_model.calibrate(ref["m"], ref["freq_mhz"], ref["n_vectors"], ref["nlist"], ref["nprobe"],
-                               ref["n_queries"], ref["seconds"], channels=f["channels"],
-                               axi_bytes=f["axi_bytes"], rtt_s=f["rtt_us"] * 1e-6, link_gbps=f["link_gbps"])
-    return fpga_model.FPGANode(m=m, freq_mhz=f["freq_mhz"], channels=f["channels"], axi_bytes=f["axi_bytes"],
-                               list_overhead_cycles_per_subspace=cal.list_overhead_cycles_per_subspace,
-                               rtt_s=f["rtt_us"] * 1e-6, link_gbps=f["link_gbps"])
+                               ref["n_queries"], ref["seconds"], **kw)
+    return fpga_model.FPGANode(m=m, freq_mhz=f["freq_mhz"] if freq_mhz is None else freq_mhz,
+                               list_overhead_cycles_per_subspace=cal.list_overhead_cycles_per_subspace, **kw)
+
+
+def paper_node(params: dict, index: str) -> fpga_model.FPGANode:
+    """The node of one of the authors' builds (``IVF...,PQ<m>``), at that build's clock."""
+    m = int(index.split("PQ")[1])
+    return fpga_node(params, m, paper_values.BUILD_FREQ_MHZ.get(m, paper_values.PAPER_FREQ_MHZ))
 
 
 def host_path(params: dict) -> fpga_model.HostPath:
     """The per-batch host cost of the authors' FPGA systems (their coordinator, host software and pipeline
     fill/drain), calibrated on their RALM-S batch-1 latencies (``LATENCY_CALIBRATION``). Added to our own
     fpga-* latencies so that they carry the same fixed cost as the paper's measurements (modelled)."""
-    f = params["fpga"]
-    ref = paper_values.FPGA_REFERENCE
-    kw = dict(channels=f["channels"], axi_bytes=f["axi_bytes"], rtt_s=f["rtt_us"] * 1e-6, link_gbps=f["link_gbps"])
-    cal = fpga_model.calibrate(ref["m"], ref["freq_mhz"], ref["n_vectors"], ref["nlist"], ref["nprobe"],
-                               ref["n_queries"], ref["seconds"], **kw)
     lat = paper_values.latency()
     lc = paper_values.LATENCY_CALIBRATION
 
@@ -94,10 +95,7 @@ def host_path(params: dict) -> fpga_model.HostPath:
         return lat[(lat.dataset == lc["dataset"]) & (lat.arch == arch) & (lat.batch_size == lc["batch_size"])].iloc[0]
 
     g1, c1 = point(lc["gpu_arch"]), point(lc["cpu_arch"])
-    m = int(g1["index"].split("PQ")[1])
-    node = fpga_model.FPGANode(m=m, freq_mhz=paper_values.BUILD_FREQ_MHZ.get(m, paper_values.PAPER_FREQ_MHZ),
-                               list_overhead_cycles_per_subspace=cal.list_overhead_cycles_per_subspace, **kw)
-    return fpga_model.calibrate_host(node, g1.median_ms / 1e3, c1.median_ms / 1e3,
+    return fpga_model.calibrate_host(paper_node(params, g1["index"]), g1.median_ms / 1e3, c1.median_ms / 1e3,
                                      paper_values.paper_n_vectors(lc["dataset"]), paper_values.PAPER_NLIST,
                                      int(g1.nprobe), paper_values.paper_dim(lc["dataset"]), int(g1.n_fpga))
 
@@ -253,17 +251,12 @@ def model(params: dict, out: str, profile: str, seed: int, index_paths: dict[str
     fixed cost + index scan on CPU/GPU + network + pipelined node scan (``fpga_model.batch_latency_seconds``).
     """
     ref = paper_values.FPGA_REFERENCE
-    f = params["fpga"]
-    kw = dict(channels=f["channels"], axi_bytes=f["axi_bytes"], rtt_s=f["rtt_us"] * 1e-6, link_gbps=f["link_gbps"])
-    cal = fpga_model.calibrate(ref["m"], ref["freq_mhz"], ref["n_vectors"], ref["nlist"], ref["nprobe"],
-                               ref["n_queries"], ref["seconds"], **kw)
-    per = cal.list_overhead_cycles_per_subspace
+    per = fpga_node(params, ref["m"]).list_overhead_cycles_per_subspace
     nlist = paper_values.PAPER_NLIST
 
     def node_of(index: str):
-        m = int(index.split("PQ")[1])
-        freq = paper_values.BUILD_FREQ_MHZ.get(m, paper_values.PAPER_FREQ_MHZ)
-        return m, freq, fpga_model.FPGANode(m=m, freq_mhz=freq, list_overhead_cycles_per_subspace=per, **kw)
+        node = paper_node(params, index)
+        return node.m, node.freq_mhz, node
 
     thr = paper_values.throughput()
     lat = paper_values.latency()
@@ -323,7 +316,7 @@ def model(params: dict, out: str, profile: str, seed: int, index_paths: dict[str
         idx = ivf_index.load(path)
         ivf = pqscan.ivfpq_of(idx)
         sizes = pqscan.list_sizes(idx)
-        node = fpga_model.FPGANode(m=ivf.pq.M, freq_mhz=f["freq_mhz"], list_overhead_cycles_per_subspace=per, **kw)
+        node = fpga_node(params, ivf.pq.M)
         ours.append({"dataset": name, "m": ivf.pq.M, "units": node.units, "l1_length": node.l1_length,
                      "peak_scan_gbps": node.scan_gbps(), "n_vectors": int(sizes.sum()), "nlist": ivf.nlist,
                      "list_size_mean": float(sizes.mean()), "list_size_max": int(sizes.max())})

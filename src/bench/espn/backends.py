@@ -70,6 +70,11 @@ def resident_bytes(path: str | os.PathLike) -> int:
         os.close(fd)
 
 
+def _detached(dec: Decoded, buf: np.ndarray) -> Decoded:
+    """The decoded arrays, copied where they are views of ``buf`` (a read buffer the next read reuses)."""
+    return tuple(a.copy() if np.may_share_memory(a, buf) else a for a in dec)
+
+
 class _Done:
     """A handle for a read that already finished (synchronous back ends)."""
 
@@ -113,8 +118,7 @@ class EmbeddingStore:
             scratch = self._scratch.buf = np.empty((max(n, 1), layout.MAX_IO), np.uint8)
         raw = scratch[:n]
         self._gather(idx, raw)
-        dec = layout.decode(raw, self.offsets.n_tokens[idx], self.offsets.io_size[idx])
-        return tuple(a.copy() if np.may_share_memory(a, scratch) else a for a in dec)
+        return _detached(layout.decode(raw, self.offsets.n_tokens[idx], self.offsets.io_size[idx]), scratch)
 
     def submit(self, idx: np.ndarray, then: Callable | None = None):
         """Start ``read(idx)`` in a background thread; ``then(decoded)`` runs there afterwards
@@ -306,9 +310,7 @@ class DirectStore(EmbeddingStore):
         try:
             raw = np.frombuffer(buf, np.uint8, count=n * layout.MAX_IO).reshape(n, layout.MAX_IO)
             self.read_into(self.offsets.offset[idx], self.offsets.io_size[idx], buf)
-            dec = layout.decode(raw, self.offsets.n_tokens[idx], self.offsets.io_size[idx])
-            # never hand out a view of a buffer that the next read reuses
-            return tuple(a.copy() if np.may_share_memory(a, raw) else a for a in dec)
+            return _detached(layout.decode(raw, self.offsets.n_tokens[idx], self.offsets.io_size[idx]), raw)
         finally:
             del raw
             self._bufs.put(buf)

@@ -75,7 +75,33 @@ def plan(table_bytes: int, ann_bytes: int, frac: float | None = None, total_byte
             "ann_index_bytes": int(ann_bytes), "headroom_bytes": int(headroom_bytes)}
 
 
-class CgroupCap:
+class _ChildCgroup:
+    """A fresh child cgroup v1 (``self.path`` under ``self.parent``): on enter it is created, its control
+    files written (``_controls``) and this process (all its threads) moved in; on exit the process goes
+    back to the parent and the child is removed."""
+
+    parent: Path
+    path: Path
+
+    def _controls(self) -> dict[str, str]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def __enter__(self):
+        self.path.mkdir(exist_ok=True)
+        for name, value in self._controls().items():
+            (self.path / name).write_text(value)
+        (self.path / "cgroup.procs").write_text(str(os.getpid()))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            (self.parent / "cgroup.procs").write_text(str(os.getpid()))
+            self.path.rmdir()
+        except OSError:
+            pass
+
+
+class CgroupCap(_ChildCgroup):
     """Move this process into a fresh child memory cgroup capped at ``limit_bytes``; undo on exit."""
 
     def __init__(self, limit_bytes: int, name: str | None = None):
@@ -88,11 +114,8 @@ class CgroupCap:
         self.path = self.parent / (name or f"bench-espn-{os.getpid()}")
         self.limit = int(limit_bytes)
 
-    def __enter__(self) -> "CgroupCap":
-        self.path.mkdir(exist_ok=True)
-        (self.path / "memory.limit_in_bytes").write_text(str(self.limit))
-        (self.path / "cgroup.procs").write_text(str(os.getpid()))
-        return self
+    def _controls(self) -> dict[str, str]:
+        return {"memory.limit_in_bytes": str(self.limit)}
 
     def stats(self) -> dict:
         def rd(f):
@@ -107,13 +130,6 @@ class CgroupCap:
     def reset_peak(self) -> None:
         try:
             (self.path / "memory.max_usage_in_bytes").write_text("0")
-        except OSError:
-            pass
-
-    def __exit__(self, *exc) -> None:
-        try:
-            (self.parent / "cgroup.procs").write_text(str(os.getpid()))
-            self.path.rmdir()
         except OSError:
             pass
 
@@ -152,7 +168,7 @@ def blkio_available(path: str | os.PathLike) -> tuple[bool, str]:
         return False, str(exc)
 
 
-class BlkioThrottle:
+class BlkioThrottle(_ChildCgroup):
     """Move this process (all its threads) into a fresh child blkio cgroup whose
     ``blkio.throttle.read_iops_device`` caps reads from the table's disk at ``iops``: an emulated
     slower SSD. Undone on exit."""
@@ -169,18 +185,8 @@ class BlkioThrottle:
         self.parent = own_blkio_cgroup()
         self.path = self.parent / (name or f"bench-espn-blkio-{os.getpid()}")
 
-    def __enter__(self) -> "BlkioThrottle":
-        self.path.mkdir(exist_ok=True)
-        (self.path / "blkio.throttle.read_iops_device").write_text(f"{self.device} {self.iops}")
-        (self.path / "cgroup.procs").write_text(str(os.getpid()))
-        return self
-
-    def __exit__(self, *exc) -> None:
-        try:
-            (self.parent / "cgroup.procs").write_text(str(os.getpid()))
-            self.path.rmdir()
-        except OSError:
-            pass
+    def _controls(self) -> dict[str, str]:
+        return {"blkio.throttle.read_iops_device": f"{self.device} {self.iops}"}
 
 
 def remove_worker_cgroups(pid: int) -> list[Path]:

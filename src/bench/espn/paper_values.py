@@ -14,6 +14,7 @@ TABLE4_MS = {
 }
 TABLE4_TABLE_GB = 16.8  # Table 3: BOW embeddings of MS MARCO v1
 TABLE4_ANN_GB = 4.3     # section 5.1: faiss IVF-Flat index size, v1
+V1_PASSAGES = 8_800_000  # Table 3: MS MARCO v1 passages ("8.8M"), the collection of Figure 7's hit rates
 
 # Table 5: end-to-end query latency (ms), MS MARCO v2 (255.4 GB BOW table). vm_swap: OOM everywhere.
 TABLE5_MEMORY_GB = [32, 64, 128, 256]
