@@ -1,9 +1,14 @@
 # The harness pipeline. `snakemake --cores N` runs the default profile (tiny); another profile with
-# `snakemake --cores N --configfile experiments/<profile>.yaml`. The config is validated against
-# experiments/schema.yaml and each study's experiments/schema/<study>.yaml before any rule runs.
+# `snakemake --cores N --configfile experiments/<profile>.yaml`. The profile is validated by the same
+# validator `bench` uses (bench.core.config: experiments/schema.yaml and each study's
+# experiments/schema/<study>.yaml) before any rule runs; a bad key stops it with a short message.
+import sys
 from pathlib import Path
 
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
+
+from bench.core.config import validate_profile
+from bench.core.errors import ConfigError
 
 min_version("9.0")
 
@@ -19,16 +24,22 @@ if "profile" not in config:
     config.update(yaml.safe_load((BASE / "experiments/tiny.yaml").read_text()))
     config.update(_overrides)
 
-validate(config, str(BASE / "experiments/schema.yaml"))
-for _schema in sorted((BASE / "experiments/schema").glob("*.yaml")):
-    config.setdefault(_schema.stem, {})
-    validate(config[_schema.stem], str(_schema))
+try:
+    _validated = validate_profile(config)
+except ConfigError as _exc:
+    print(f"bench: {_exc}", file=sys.stderr)
+    sys.exit(1)
+config.clear()
+config.update(_validated)
+
+report: "workflows/report/workflow.rst"
 
 include: "workflows/common.smk"
 include: "workflows/data.smk"
 for _rules in sorted((BASE / "workflows").glob("*.smk")):
-    if _rules.name not in ("common.smk", "data.smk"):
+    if _rules.name not in ("common.smk", "data.smk", "ledger.smk"):
         include: str(_rules)
+include: "workflows/ledger.smk"
 
 
 rule all:

@@ -11,6 +11,7 @@ REPO = Path(__file__).resolve().parents[1]
 os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("BENCH_STRICT_FIGURES", "1")  # a legend covering data fails a figure test
 
 
 def pytest_collection_modifyitems(config, items):

@@ -76,8 +76,11 @@ def test_micro_profile_end_to_end_with_a_user_dataset(repo, tmp_path):
 def test_bad_config_fails_before_any_rule_runs(repo, tmp_path):
     prof = _profile(repo, tmp_path, ivf_recall={"nprobes": [1]})
     r = _snakemake(repo, tmp_path, "--configfile", str(prof))
-    assert r.returncode != 0 and "'nprobes' was unexpected" in r.stderr
+    assert r.returncode != 0 and "ivf_recall.nprobes" in r.stderr and "allowed keys here" in r.stderr
+    assert len(r.stderr.strip().splitlines()) <= 15, r.stderr
     assert not (tmp_path / "data").exists() and not (tmp_path / "results").exists()
+    r = _snakemake(repo, tmp_path, "--configfile", str(prof), "-n", "--config", "espn={'nprobee': 3}")
+    assert r.returncode != 0 and "espn.nprobee" in r.stderr and len(r.stderr.strip().splitlines()) <= 15, r.stderr
     prof = _profile(repo, tmp_path, ivf_recall={"datasets": ["ghost"]})
     r = _snakemake(repo, tmp_path, "--configfile", str(prof))
     assert r.returncode != 0 and "ghost" in r.stderr and "datasets" in r.stderr

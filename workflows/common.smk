@@ -16,6 +16,8 @@ RUN_ARGS = f"--profile {PROFILE} --seed {SEED} --threads {THREADS}"
 
 # Each study's rule file appends its final outputs here; `rule all` builds them all.
 TARGETS = {}
+# Each study's rule file registers its claims record set here; workflows/ledger.smk joins them.
+CLAIMS = {}
 
 
 def as_json(obj):
@@ -33,3 +35,34 @@ def require_datasets(study, names):
         raise ValueError(
             f"config: {study} uses dataset(s) {missing} that the profile's `datasets:` section does not "
             f"declare (declared: {sorted(config['datasets'])})")
+
+
+def figure_registry(study):
+    """The study's figure registry (bench.<study>.figures.FIGURES): the rule file and the CLI read one list."""
+    import importlib
+
+    return importlib.import_module(f"bench.{study}.figures").FIGURES
+
+
+def claims_records(study):
+    """The record kinds the study's claims read (bench.<study>.claims.RECORDS)."""
+    import importlib
+
+    return importlib.import_module(f"bench.{study}.claims").RECORDS
+
+
+def pick(records, kinds):
+    """``{kind: [paths]}`` restricted to ``kinds`` (an input function's named inputs)."""
+    missing = [k for k in kinds if k not in records]
+    if missing:
+        raise ValueError(f"no rule produces record kind(s) {missing}; known: {sorted(records)}")
+    return {k: records[k] for k in kinds}
+
+
+def records_arg(input):
+    """Named inputs -> ``--records kind=path ...`` for a figure or claims command."""
+    out = []
+    for kind, paths in input.items():
+        for p in [paths] if isinstance(paths, str) else paths:
+            out.append(f"--records {shlex.quote(f'{kind}={p}')}")
+    return " ".join(out)

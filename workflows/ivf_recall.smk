@@ -1,4 +1,5 @@
-# IVF-PQ recall@k and queries/s against nprobe: data -> index -> measure -> figure -> report.
+# IVF-PQ recall@k and queries/s against nprobe: data -> build (index) -> measure -> figure -> claims.
+# The worked example of docs/adding-a-study.md.
 IVF = config["ivf_recall"]
 
 
@@ -8,50 +9,74 @@ def ivf_index_params(dataset):
 
 if IVF["enabled"]:
     require_datasets("ivf_recall", IVF["datasets"])
+    IVF_FIGS = figure_registry("ivf_recall")
+    # record kind -> record sets: what the figure and claims rules read
+    IVF_RECORDS = {"recall": expand(f"{RESULTS}/ivf_recall/recall_{{dataset}}.parquet", dataset=IVF["datasets"])}
 
-    rule ivf_recall_index:
+    rule ivf_recall_build:
         input:
             manifest=dataset_manifest("{dataset}"),
         output:
             f"{DATA}/{PROFILE}/indexes/ivf_recall/{{dataset}}.faiss",
         params:
-            index=lambda wc: as_json(ivf_index_params(wc.dataset)),
+            p=lambda wc: as_json({**IVF, "index": ivf_index_params(wc.dataset)}),
+            run=RUN_ARGS,
         threads: workflow.cores
         benchmark:
             f"{BENCHMARKS}/ivf_recall/index_{{dataset}}.tsv"
         shell:
-            "{BENCH} ivf-recall build-index --manifest {input.manifest} --index {params.index:q} "
-            "--out {output} --seed {SEED} --threads {THREADS}"
+            "{BENCH} ivf-recall build --input manifest={input.manifest} --dataset {wildcards.dataset} "
+            "--out {output} {params.run} --params {params.p:q}"
 
     rule ivf_recall_measure:
         input:
             manifest=dataset_manifest("{dataset}"),
-            index=rules.ivf_recall_index.output[0],
+            index=rules.ivf_recall_build.output[0],
         output:
             f"{RESULTS}/ivf_recall/recall_{{dataset}}.parquet",
         params:
-            p=lambda wc: as_json({**IVF, "dataset": wc.dataset, "index": ivf_index_params(wc.dataset)}),
+            p=lambda wc: as_json({**IVF, "index": ivf_index_params(wc.dataset)}),
             run=RUN_ARGS,  # a params entry, so a changed thread count or seed reruns the measurement
         threads: workflow.cores  # measured: nothing else runs beside it
         benchmark:
             f"{BENCHMARKS}/ivf_recall/measure_{{dataset}}.tsv"
         shell:
-            "{BENCH} ivf-recall measure --manifest {input.manifest} --index {input.index} "
-            "--out {output} {params.run} --params {params.p:q}"
+            "{BENCH} ivf-recall measure recall --input manifest={input.manifest} --input index={input.index} "
+            "--dataset {wildcards.dataset} --out {output} {params.run} --params {params.p:q}"
 
     rule ivf_recall_figure:
         input:
-            expand(f"{RESULTS}/ivf_recall/recall_{{dataset}}.parquet", dataset=IVF["datasets"]),
+            unpack(lambda wc: pick(IVF_RECORDS, IVF_FIGS.records_of(wc.name))),
         output:
-            report(f"{FIGURES}/ivf_recall/recall_vs_nprobe.png",
-                   caption="report/ivf_recall/recall_vs_nprobe.rst", category="IVF-PQ recall"),
-            f"{FIGURES}/ivf_recall/recall_vs_nprobe.pdf",
+            png=report(f"{FIGURES}/ivf_recall/{{name}}.png", caption="report/ivf_recall/figure.rst",
+                       category="IVF-PQ recall"),
+            pdf=f"{FIGURES}/ivf_recall/{{name}}.pdf",
+        params:
+            records=lambda wc, input: records_arg(input),
+        wildcard_constraints:
+            name="|".join(IVF_FIGS),
         benchmark:
-            f"{BENCHMARKS}/ivf_recall/figure.tsv"
+            f"{BENCHMARKS}/ivf_recall/figure_{{name}}.tsv"
         shell:
-            "{BENCH} ivf-recall figure --records {input} --out {output[0]}"
+            "{BENCH} ivf-recall figure {wildcards.name} {params.records} --out {output.png}"
 
+    rule ivf_recall_claims:
+        input:
+            unpack(lambda wc: pick(IVF_RECORDS, claims_records("ivf_recall"))),
+        output:
+            f"{RESULTS}/ivf_recall/claims.parquet",
+            f"{RESULTS}/ivf_recall/claims.md",
+        params:
+            records=lambda wc, input: records_arg(input),
+            p=as_json(IVF),
+        benchmark:
+            f"{BENCHMARKS}/ivf_recall/claims.tsv"
+        shell:
+            "{BENCH} ivf-recall claims {params.records} --profile {PROFILE} --params {params.p:q} --out {output[0]}"
+
+    CLAIMS["ivf_recall"] = rules.ivf_recall_claims.output[0]
     TARGETS["ivf_recall"] = [
-        *rules.ivf_recall_figure.output,
-        *expand(f"{RESULTS}/ivf_recall/recall_{{dataset}}.parquet", dataset=IVF["datasets"]),
+        *expand(f"{FIGURES}/ivf_recall/{{name}}.png", name=list(IVF_FIGS)),
+        *IVF_RECORDS["recall"],
+        *rules.ivf_recall_claims.output,
     ]

@@ -6,8 +6,8 @@ import time
 import faiss
 import numpy as np
 
-from bench.ivf_recall import index as ivf
-from bench.ivf_recall.metrics import recall_at
+from bench.ann import ivf
+from bench.ann.metrics import recall_at_k
 
 from ._fixtures import ivfpq, sift_like
 
@@ -25,7 +25,7 @@ class IVFPQSearch:
         self.index.search(self.xq, 100)
 
     def track_recall_at_10(self, nprobe):
-        return recall_at(self.index.search(self.xq, 10)[1], self.gt, 10)
+        return recall_at_k(self.index.search(self.xq, 10)[1], self.gt, 10)
 
     track_recall_at_10.unit = "recall"
 

@@ -6,8 +6,8 @@ import pytest
 
 from bench.core import measure
 from bench.data import groundtruth, synthetic
-from bench.ivf_recall import index as ivf
-from bench.ivf_recall.metrics import recall_at
+from bench.ann import ivf
+from bench.ann.metrics import recall_at_k
 
 
 @pytest.fixture(scope="module")
@@ -24,6 +24,6 @@ def test_ivfpq_search(benchmark, setup, nprobe):
     index, xq, gt = setup
     ivf.set_nprobe(index, nprobe)
     _, found = benchmark(index.search, xq, 10)
-    benchmark.extra_info["recall_at_10"] = recall_at(found, gt, 10)
+    benchmark.extra_info["recall_at_10"] = recall_at_k(found, gt, 10)
     benchmark.extra_info["threads"] = 1
     assert benchmark.extra_info["recall_at_10"] > 0.2

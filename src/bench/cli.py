@@ -9,37 +9,53 @@ import argparse
 import importlib
 import pkgutil
 import sys
+from pathlib import Path
 
 from . import __version__
 from .core.errors import BenchError
 
 
-def _study_clis():
+def study_names() -> list[str]:
+    """Subpackages of ``bench`` with a ``cli.py`` (found without importing them)."""
     import bench
 
-    for mod in sorted(pkgutil.iter_modules(bench.__path__), key=lambda m: m.name):
-        if mod.ispkg and mod.name not in ("core", "data"):
-            try:
-                yield importlib.import_module(f"bench.{mod.name}.cli")
-            except ModuleNotFoundError as exc:
-                if exc.name != f"bench.{mod.name}.cli":
-                    raise
+    return sorted(m.name for m in pkgutil.iter_modules(bench.__path__)
+                  if m.ispkg and m.name not in ("core", "data", "ann")
+                  and (Path(bench.__path__[0]) / m.name / "cli.py").exists())
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; when ``argv`` names one study, only that study's command is imported (each study's
+    CLI imports its runner and figures, which is slow: a rule's job pays for one study only)."""
     p = argparse.ArgumentParser(prog="bench", description=__doc__.splitlines()[0])
     p.add_argument("--version", action="version", version=f"bench {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     from .data import cli as data_cli
 
     data_cli.register(sub)
-    for study in _study_clis():
-        study.register(sub)
+    led = sub.add_parser("ledger", help="join every study's claims into the claims ledger (Markdown, HTML, figure)")
+    led.add_argument("--claims", nargs="+", required=True, help="each study's claims.parquet")
+    led.add_argument("--profile", required=True)
+    led.add_argument("--out", required=True, help="claims.md (claims.parquet and claims.html beside it)")
+    led.add_argument("--figure", required=True, help="PNG of verdicts per study")
+    led.set_defaults(func=_ledger)
+    names = study_names()
+    first = next((a for a in (argv or []) if not a.startswith("-")), None)
+    wanted = [first.replace("-", "_")] if first and first.replace("-", "_") in names else names
+    for name in wanted:
+        importlib.import_module(f"bench.{name}.cli").register(sub)
     return p
 
 
+def _ledger(a: argparse.Namespace) -> None:
+    from .core import claims
+
+    claims.write_ledger(a.claims, a.out, a.figure, a.profile)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(argv).parse_args(argv)
     try:
         args.func(args)
     except BenchError as exc:

@@ -5,12 +5,19 @@ import faiss
 import numpy as np
 import pytest
 
-from bench.core import records
+from bench.core import claims as core_claims, records
+from bench.core.step import Context, execute
 from bench.core.errors import ConfigError
 from bench.data import prepared
-from bench.ivf_recall import figures, index, metrics, runner
+from bench.ann import ivf as index, metrics
+from bench.ivf_recall import claims, figures, runner
 
-PARAMS = {"nprobe": [1, 4, 32], "k": [1, 10], "repeats": 2, "warmup": 1}
+PARAMS = {"nprobe": [1, 4, 32], "k": [1, 10], "repeats": 2, "warmup": 1, "index": {"nlist": 32, "m": 16}}
+
+
+def _run(m, ipath, out, params=PARAMS, seed=5):
+    ctx = Context("ivf_recall", "recall", params, "t", seed, 1, out, {"manifest": [str(m)], "index": [str(ipath)]})
+    return execute(ctx, runner.STEPS["recall"])
 
 
 @pytest.fixture(scope="module")
@@ -25,13 +32,13 @@ def built(tmp_path_factory):
 
 def test_records_and_recall_match_faiss(built):
     tmp, m, ipath, ds = built
-    out = runner.run(manifest=m, index_path=ipath, params=PARAMS, out=tmp / "r.parquet",
-                     profile="t", seed=5, threads=1)
+    out = _run(m, ipath, tmp / "r.parquet")
     df = records.read(out)
     assert set(df.phase) == {"warmup", "measured"}
     assert len(df[df.phase == "measured"]) == 3 * 2 and len(df[df.phase == "warmup"]) == 3
     prov = df.attrs["provenance"]
     assert prov["dataset_checksum"] == ds.checksum and prov["threads"]["faiss_omp_threads"] == 1
+    assert "busy_share" in prov["quiet_check"]["before"] and "machine_busy" in df
     ref = faiss.read_index(str(ipath))
     for nprobe in PARAMS["nprobe"]:
         ref.nprobe = nprobe
@@ -45,11 +52,13 @@ def test_records_and_recall_match_faiss(built):
 
 def test_figure_from_records_only(built, monkeypatch):
     tmp, m, ipath, _ = built
-    out = runner.run(manifest=m, index_path=ipath, params=PARAMS, out=tmp / "r2.parquet",
-                     profile="t", seed=5, threads=1)
-    monkeypatch.setattr(runner, "run", lambda **kw: pytest.fail("a figure must not measure"))
-    written = figures.recall_vs_nprobe([out], tmp / "fig.png")
-    assert {p.suffix for p in written} == {".png", ".pdf", ".rst"}
+    out = _run(m, ipath, tmp / "r2.parquet")
+    monkeypatch.setitem(runner.STEPS, "recall", lambda ctx: pytest.fail("a figure must not measure"))
+    for name in figures.FIGURES:
+        written = figures.FIGURES.draw(name, {"recall": [out]}, tmp / f"{name}.png")
+        assert {p.suffix for p in written} == {".png", ".pdf", ".rst"}
+    rows = claims.build({"recall": [out]}, PARAMS, "t")
+    assert [r.verdict for r in rows] == [core_claims.REPRODUCED]
 
 
 def test_bad_parameters(built):
@@ -59,17 +68,15 @@ def test_bad_parameters(built):
     with pytest.raises(ConfigError, match="nlist=5000"):
         index.build(ds.base, nlist=5000, m=16)
     with pytest.raises(ConfigError, match=r"nprobe: \[64\] exceed nlist=32"):
-        runner.run(manifest=m, index_path=ipath, params={**PARAMS, "nprobe": [1, 64]},
-                   out=tmp / "x.parquet", profile="t", seed=0, threads=1)
+        _run(m, ipath, tmp / "x.parquet", {**PARAMS, "nprobe": [1, 64]})
     with pytest.raises(ConfigError, match="recall@100 needs 100 ground-truth neighbours"):
-        runner.run(manifest=m, index_path=ipath, params={**PARAMS, "k": [100]},
-                   out=tmp / "x.parquet", profile="t", seed=0, threads=1)
+        _run(m, ipath, tmp / "x.parquet", {**PARAMS, "k": [100]})
     assert not (tmp / "x.parquet").exists()
 
 
 def test_recall_metric():
     gt = np.array([[1, 2, 3], [4, 5, 6]])
-    assert metrics.recall_at(np.array([[1, 9, 3], [6, 5, 4]]), gt, 3) == pytest.approx(5 / 6)
-    assert metrics.recall_at(np.array([[1, 9, 3], [6, 5, 4]]), gt, 1) == 0.5
+    assert metrics.recall_at_k(np.array([[1, 9, 3], [6, 5, 4]]), gt, 3) == pytest.approx(5 / 6)
+    assert metrics.recall_at_k(np.array([[1, 9, 3], [6, 5, 4]]), gt, 1) == 0.5
     with pytest.raises(ValueError):
-        metrics.recall_at(gt, gt, 4)
+        metrics.recall_at_k(gt, gt, 4)

@@ -291,7 +291,3 @@ def overlap(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     k = a.shape[1]
     return np.array([len(np.intersect1d(x, y)) / k for x, y in zip(a, b)])
 
-
-def recall_at_k(ids: np.ndarray, gt: np.ndarray, k: int) -> float:
-    """R@K: mean overlap of the returned K with the exact K nearest neighbours."""
-    return float(overlap(np.asarray(ids)[:, :k], np.asarray(gt)[:, :k]).mean())

@@ -49,12 +49,30 @@ def _load_yaml(path: Path) -> Any:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
 
 
+def _short(e: jsonschema.ValidationError) -> tuple[list, str]:
+    """(extra path, message): what is wrong and what is allowed, in one or two lines."""
+    if e.validator == "additionalProperties" and isinstance(e.instance, dict):
+        allowed = sorted(e.schema.get("properties", {}))
+        extra = sorted(set(e.instance) - set(allowed))
+        return extra[:1], f"unknown key {extra[0]!r}\n  allowed keys here: {', '.join(allowed)}"
+    if e.validator == "required":
+        return [], e.message
+    msg = e.message if len(e.message) <= 200 else e.message[:200] + "..."
+    allowed = e.schema.get("enum")
+    if allowed is not None:
+        return [], f"{msg}\n  allowed values: {', '.join(map(str, allowed))}"
+    desc = e.schema.get("description")
+    return [], msg + (f"\n  expected: {desc}" if desc and len(desc) < 200 else "")
+
+
 def _validate(instance: Any, schema: Mapping, where: str) -> None:
     errors = sorted(_Validator(schema).iter_errors(instance), key=lambda e: list(e.absolute_path))
     if errors:
         e = errors[0]
-        key = ".".join(str(p) for p in [where, *e.absolute_path] if p != "")
-        raise ConfigError(f"invalid config at '{key}': {e.message}")
+        extra, msg = _short(e)
+        key = ".".join(str(p) for p in [where, *e.absolute_path, *extra] if p != "")
+        more = f"\n  ({len(errors) - 1} more error(s) after this one)" if len(errors) > 1 else ""
+        raise ConfigError(f"invalid config at '{key or '<top>'}': {msg}{more}")
 
 
 def study_schema(study: str) -> dict | None:
@@ -76,16 +94,14 @@ def validate_profile(config: Mapping[str, Any]) -> dict:
     """Validate a whole profile in place of a copy; returns the config with defaults filled."""
     cfg = copy.deepcopy(dict(config))
     top = _load_yaml(experiments_dir() / "schema.yaml")
-    known = set(top.get("properties", {}))
     studies = sorted(p.stem for p in (experiments_dir() / "schema").glob("*.yaml"))
     # Study sections are validated by their own schema; the top-level schema must not reject them.
     top = copy.deepcopy(top)
     for s in studies:
         top.setdefault("properties", {}).setdefault(s, {"type": "object"})
     _validate(cfg, top, "")
-    for s in studies:
-        if s in cfg or s in known:
-            cfg[s] = validate_section(s, cfg.get(s))
+    for s in studies:  # every study's section, with its defaults (a study left out runs on its defaults)
+        cfg[s] = validate_section(s, cfg.get(s))
     return cfg
 
 

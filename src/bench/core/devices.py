@@ -76,3 +76,53 @@ def synchronize() -> None:
         import torch
 
         torch.cuda.synchronize()
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_details() -> dict:
+    """The CPU as /proc/cpuinfo names it (a VM may expose only a short model name such as "AMD EPYC",
+    so family, model and stepping identify the generation), the hypervisor, caches and vector ISA."""
+    info: dict = {}
+    keys = {"vendor_id": "vendor", "cpu family": "family", "model": "model", "model name": "model_name",
+            "stepping": "stepping", "microcode": "microcode", "cache size": "cache_size"}
+    flags: set[str] = set()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if not line.strip():
+                    break  # first processor only
+                k, _, v = line.partition(":")
+                k, v = k.strip(), v.strip()
+                if k in keys:
+                    info[keys[k]] = v
+                elif k == "flags":
+                    flags = set(v.split())
+    except OSError:
+        pass
+    info["hypervisor"] = "hypervisor" in flags
+    info["isa"] = sorted(f for f in flags if f in ("avx", "avx2", "fma", "avx512f", "avx512bw", "avx512_vnni",
+                                                     "avx512_bf16", "amx_tile", "sha_ni", "vaes"))
+    info["logical_cpus"] = cpu_count()
+    return info
+
+
+def storage_of(path: str | os.PathLike) -> dict:
+    """The block device, filesystem type and mount point holding ``path`` (from /proc/self/mountinfo)."""
+    real = os.path.realpath(path)
+    best: dict = {}
+    try:
+        with open("/proc/self/mountinfo") as fh:
+            for line in fh:
+                left, _, right = line.partition(" - ")
+                mount = left.split()[4]
+                if (real == mount or real.startswith(mount.rstrip("/") + "/")) and len(mount) >= len(best.get("mount", "")):
+                    fstype, source = right.split()[:2]
+                    best = {"mount": mount, "fstype": fstype, "device": source}
+    except (OSError, IndexError):
+        pass
+    dev = os.path.basename(best.get("device", ""))
+    rot = f"/sys/class/block/{dev}/queue/rotational"
+    if dev and os.path.exists(rot):
+        with open(rot) as fh:
+            best["rotational"] = fh.read().strip() == "1"
+    return {"path": real, **best}

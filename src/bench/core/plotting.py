@@ -18,6 +18,11 @@ import seaborn as sns  # noqa: E402
 from .atomic import atomic_path, write_text  # noqa: E402
 
 PALETTE = "colorblind"
+# The paper's values: one marker and one colour, never used by a series of ours.
+PAPER_COLOR = "#222222"
+PAPER_STYLE = {"color": PAPER_COLOR, "marker": "*", "markersize": 11, "linestyle": "none",
+               "markeredgecolor": "white", "markeredgewidth": 0.5, "zorder": 5}
+STRICT_ENV = "BENCH_STRICT_FIGURES"   # tests set it: a legend over data fails instead of warning
 SOURCE_LABELS = {
     "measured": "measured",
     "modelled": "modelled (not measured)",
@@ -39,8 +44,99 @@ def label_source(name: str, source: str) -> str:
     return name if source == "measured" else f"{name} [{SOURCE_LABELS[source]}]"
 
 
+def colors(names) -> dict:
+    """One colour per series name, the same in every panel of a figure (sorted names, colorblind palette)."""
+    names = sorted(dict.fromkeys(names))
+    pal = sns.color_palette(PALETTE, max(len(names), 1))
+    return dict(zip(names, pal))
+
+
+def not_run(ax, why: str) -> None:
+    """Mark an empty panel: it says "not run" and why, in the figure itself."""
+    ax.text(0.5, 0.5, f"not run\n{why}", ha="center", va="center", transform=ax.transAxes,
+            fontsize="small", wrap=True, color="0.3")
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def legend_below(fig, ax=None, ncol: int = 3, **kw):
+    """One legend for the figure, outside and below the axes (needs layout="constrained")."""
+    handles, labels = [], []
+    for a in ([ax] if ax is not None else fig.axes):
+        for h, l in zip(*a.get_legend_handles_labels()):
+            if l not in labels and not l.startswith("_"):
+                handles.append(h)
+                labels.append(l)
+        if a.get_legend() is not None:
+            a.get_legend().remove()
+    return fig.legend(handles, labels, loc="outside lower center", ncol=ncol, fontsize="small", **kw)
+
+
+def _densify(pts, step_px: float = 2.0):
+    """Points every ``step_px`` pixels along a polyline (display space), so a segment counts, not only
+    its vertices."""
+    import numpy as np
+
+    out = [pts[:1]]
+    for p0, p1 in zip(pts[:-1], pts[1:]):
+        n = int(np.hypot(*(p1 - p0)) // step_px) + 1
+        out.append(p0 + (p1 - p0) * np.linspace(0, 1, n + 1)[1:, None])
+    return np.concatenate(out)
+
+
+def _data_points(ax):
+    """Display-space points of what an axes plots: lines (densified) and scatter offsets."""
+    import numpy as np
+
+    chunks = [np.empty((0, 2))]
+    for line in ax.get_lines():
+        xy = np.asarray(line.get_xydata(), dtype=float)
+        if len(xy):
+            pts = ax.transData.transform(xy)
+            pts = pts[np.isfinite(pts).all(1)]
+            if len(pts):
+                chunks.append(_densify(pts) if line.get_linestyle() not in ("None", "none", "") else pts)
+    for coll in ax.collections:
+        offs = np.asarray(coll.get_offsets(), dtype=float)
+        if len(offs):
+            pts = coll.get_offset_transform().transform(offs)
+            chunks.append(pts[np.isfinite(pts).all(1)])
+    return np.concatenate(chunks)
+
+
+def legend_overlaps(fig) -> list[str]:
+    """Legends whose box covers plotted data (line segments, points, bars) in any axes of ``fig``."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    legends = list(fig.legends) + [a.get_legend() for a in fig.axes if a.get_legend() is not None]
+    found = []
+    for leg in legends:
+        box = leg.get_window_extent(renderer).shrunk(0.98, 0.98)
+        for ax in fig.axes:
+            pts = _data_points(ax)
+            inside = ((pts[:, 0] > box.x0) & (pts[:, 0] < box.x1) & (pts[:, 1] > box.y0) & (pts[:, 1] < box.y1))
+            bars = (pa.get_window_extent(renderer) for pa in ax.patches)
+            if inside.any() or any(bb.width > 0 and bb.height > 0 and box.overlaps(bb) for bb in bars):
+                first = leg.texts[0].get_text() if leg.texts else ""
+                found.append(f"legend '{leg.get_title().get_text() or first}' covers data in panel '{ax.get_title()}'")
+                break
+    return found
+
+
 def save(fig, out_png: str | os.PathLike, caption: str | None = None) -> list[Path]:
-    """Save ``fig`` as PNG and PDF (same stem) atomically; write the caption next to them."""
+    """Save ``fig`` as PNG and PDF (same stem) atomically; write the caption next to them.
+
+    A legend covering plotted data is an error under ``BENCH_STRICT_FIGURES=1`` (the tests) and a
+    warning otherwise."""
+    bad = legend_overlaps(fig)
+    if bad:
+        msg = f"{out_png}: " + "; ".join(bad)
+        if os.environ.get(STRICT_ENV) == "1":
+            plt.close(fig)
+            raise AssertionError(msg)
+        import warnings
+
+        warnings.warn(msg, stacklevel=2)
     png = Path(out_png)
     if png.suffix != ".png":
         raise ValueError(f"figure output must end in .png, got {png}")

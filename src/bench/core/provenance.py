@@ -65,6 +65,7 @@ def collect(*, profile: str | None, config: Mapping[str, Any] | None, seed: int 
         "seed": seed,
         "versions": software_versions(),
         "cpu_model": devices.cpu_model(),
+        "cpu": devices.cpu_details(),
         "cpu_cores": devices.cpu_count(),
         "gpu": devices.gpu_info(),
         "threads": measure.thread_settings(),

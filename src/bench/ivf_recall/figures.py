@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
 
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
 from ..core import plotting, records
+from ..core.figures import Registry
+
+FIGURES = Registry()
 
 CAPTION = """IVF-PQ k-recall@k (k = {ks}) and queries/s against nprobe, per dataset ({datasets}), profile
 ``{profile}``. Measured on {cpu} with {threads} thread(s); queries/s is the median of {repeats}
@@ -17,9 +19,10 @@ ESPN Figure 5 and of Chameleon's choice of nprobe; the papers report no value fo
 this scale, so no paper value is drawn."""
 
 
-def recall_vs_nprobe(record_paths: Sequence[str | Path], out_png: str | Path) -> list[Path]:
+@FIGURES.figure("recall_vs_nprobe", records=("recall",), title="recall and queries/s against nprobe")
+def recall_vs_nprobe(inputs: dict[str, list[Path]], out_png: Path) -> list[Path]:
     plotting.apply_style()
-    frames = [records.read(p) for p in record_paths]
+    frames = [records.read(p) for p in inputs["recall"]]
     prov = frames[0].attrs["provenance"]
     df = pd.concat(frames, ignore_index=True)
     df = df[df.phase == "measured"]
@@ -34,14 +37,14 @@ def recall_vs_nprobe(record_paths: Sequence[str | Path], out_png: str | Path) ->
     sns.lineplot(rec, x="nprobe", y="recall", hue="k", style="dataset", markers=True, ax=a1)
     a1.set(ylim=(0, 1.02), ylabel="k-recall@k", title="recall against nprobe")
     a1.set_xscale("log", base=2)
-    sns.move_legend(a1, "lower right", ncol=2, fontsize="small")
+    sns.move_legend(a1, "upper left", bbox_to_anchor=(0, -0.18), ncol=3, fontsize="small", frameon=False)
     for ds, g in q.groupby("dataset"):
         a2.errorbar(g["nprobe"], g["median"], yerr=[g["median"] - g["min"], g["max"] - g["median"]],
                     marker="o", capsize=3, label=plotting.label_source(ds, "measured"))
     a2.set_xscale("log", base=2)
     a2.set_yscale("log")
     a2.set(xlabel="nprobe", ylabel="queries/s (median)", title="throughput against nprobe")
-    a2.legend(fontsize="small")
+    a2.legend(fontsize="small", loc="upper left", bbox_to_anchor=(0, -0.18), ncol=2)
     caption = CAPTION.format(ks=", ".join(ks), datasets=", ".join(sorted(df.dataset.unique())),
                              profile=prov.get("profile"), cpu=prov.get("cpu_model"),
                              threads=df.threads.iloc[0], repeats=int(df.groupby(["dataset", "nprobe"]).size().iloc[0]))

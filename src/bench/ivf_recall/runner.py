@@ -8,17 +8,17 @@ checks that it does).
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
 
-from ..core import measure, provenance, records
+from ..core import measure, records
+from ..core.step import Context, Result
 from ..core.errors import ConfigError
 from ..data import prepared
-from . import index as ivf
-from .metrics import recall_at
+from ..ann import ivf
+from ..ann.metrics import recall_at_k
 
 METHOD = (
     "wall-clock (time.perf_counter) around index.search of the whole query set in one batch; "
@@ -39,20 +39,13 @@ def validate(params: Mapping[str, Any], nlist: int, gt_k: int) -> None:
                           f"the dataset has {gt_k}")
 
 
-def run(*, manifest: str | Path, index_path: str | Path, params: Mapping[str, Any], out: str | Path,
-        profile: str, seed: int, threads: int) -> Path:
-    thread_info = measure.set_threads(threads)
-    ds = prepared.load_vectors(manifest)
-    index = ivf.load(index_path)
+def recall(ctx: Context) -> Result:
+    """The ``recall`` step: recall@k and queries/s for each nprobe of one dataset's index."""
+    params = ctx.params
+    ds = prepared.load_vectors(ctx.input("manifest"))
+    index = ivf.load(ctx.input("index"))
     nlist = ivf.nlist(index)
     validate(params, nlist, ds.gt_ids.shape[1])
-    prov = provenance.collect(
-        profile=profile, config=dict(params), seed=seed, dataset_id=f"{ds.name} ({ds.id})",
-        dataset_checksum=ds.checksum,
-        method=METHOD.format(warmup=params["warmup"], repeats=params["repeats"], threads=threads),
-        extra={"index": {"path": str(index_path), "nlist": nlist, "ntotal": int(index.ntotal),
-                         "factory": params.get("factory")}, "thread_settings": thread_info,
-               "source": "measured"})
     xq = np.ascontiguousarray(ds.queries, dtype=np.float32)
     kmax = max(params["k"])
     rows = []
@@ -63,15 +56,22 @@ def run(*, manifest: str | Path, index_path: str | Path, params: Mapping[str, An
         first = t.results[0]
         if any(not np.array_equal(first, r) for r in t.results[1:]):
             raise RuntimeError(f"nprobe={nprobe}: repeated searches returned different neighbours")
-        recalls = {f"recall_at_{k}": recall_at(first, ds.gt_ids, k) for k in params["k"]}
+        recalls = {f"recall_at_{k}": recall_at_k(first, ds.gt_ids, k) for k in params["k"]}
         for phase, times in (("warmup", t.warmup), ("measured", t.runs)):
             for i, s in enumerate(times):
                 rows.append({"dataset": ds.name, "dataset_id": ds.id, "nprobe": nprobe, "phase": phase,
-                             "repeat": i, "n_queries": xq.shape[0], "threads": threads,
+                             "repeat": i, "n_queries": xq.shape[0], "threads": ctx.threads,
                              "wall_s": s, "qps": xq.shape[0] / s, "source": "measured", **recalls})
     df = pd.DataFrame(rows)
-    measured = df[df.phase == "measured"]
-    summary = records.summarize_runs(measured, ["dataset", "nprobe"], "qps")
-    rec = measured.groupby(["dataset", "nprobe"])[[c for c in df if c.startswith("recall_at_")]].first()
+    measured_rows = df[df.phase == "measured"]
+    summary = records.summarize_runs(measured_rows, ["dataset", "nprobe"], "qps")
+    rec = measured_rows.groupby(["dataset", "nprobe"])[[c for c in df if c.startswith("recall_at_")]].first()
     summary = summary.merge(rec.reset_index(), on=["dataset", "nprobe"])
-    return records.write(out, df, prov, summary)
+    return Result(records=df, summary=summary, dataset_id=f"{ds.name} ({ds.id})", dataset_checksum=ds.checksum,
+                  method=METHOD.format(warmup=params["warmup"], repeats=params["repeats"], threads=ctx.threads),
+                  provenance={"index": {"path": ctx.input("index"), "nlist": nlist, "ntotal": int(index.ntotal),
+                                        "factory": ivf.index_factory_string(nlist, params["index"]["m"],
+                                                                            params["index"].get("nbits", 8))}})
+
+
+STEPS = {"recall": recall}

@@ -6,12 +6,8 @@ import numpy as np
 from faiss.contrib.evaluation import knn_intersection_measure
 
 
-def recall_at(found: np.ndarray, gt_ids: np.ndarray, k: int) -> float:
+def recall_at_k(found: np.ndarray, gt_ids: np.ndarray, k: int) -> float:
     if k > found.shape[1] or k > gt_ids.shape[1]:
         raise ValueError(f"recall@{k} needs {k} results and {k} ground-truth neighbours, "
                          f"got {found.shape[1]} and {gt_ids.shape[1]}")
     return float(knn_intersection_measure(found[:, :k], gt_ids[:, :k]))
-
-
-def per_query_recall(found: np.ndarray, gt_ids: np.ndarray, k: int) -> np.ndarray:
-    return np.array([np.intersect1d(f[:k], g[:k]).size / k for f, g in zip(found, gt_ids)])

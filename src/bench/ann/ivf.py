@@ -1,4 +1,5 @@
-"""Building, saving and loading a faiss IVF-PQ index (the system under test of the recall chain)."""
+"""Building, saving and loading a faiss IVF-PQ index: the recall chain's system under test, ESPN's candidate
+generator and Chameleon's search configurations all build their indexes here."""
 from __future__ import annotations
 
 import os

@@ -1,0 +1,244 @@
+"""The claims ledger: every headline claim of every paper, the paper's value, ours with an interval, and
+a verdict computed from records.
+
+A study's ``claims.py`` builds :class:`Claim` rows from its records with :func:`claim`, which turns an
+estimate and its interval into a verdict:
+
+- ``reproduced``: the whole interval is on the paper's side of the threshold;
+- ``not reproduced``: the whole interval is on the other side;
+- ``inconclusive``: the interval straddles the threshold (a pass within noise is no pass), or the
+  machine was busy while the step ran (see :mod:`bench.core.quiet`);
+- ``needs hardware we lack``: the value is modelled, or was not run (no GPU, FPGA, NPU here);
+- ``out of reach at this scale``: the claim depends on a scale this profile does not reach (the study says
+  why in the reason).
+
+Intervals come from repeats or from a bootstrap over per-query / per-run values (:func:`bootstrap_ci`,
+:func:`ratio_ci`). The ledger (:func:`ledger`) joins every study's rows into one table and one figure.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import records
+from .atomic import write_text
+
+REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
+NEEDS_HARDWARE, OUT_OF_REACH = "needs hardware we lack", "out of reach at this scale"
+VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NEEDS_HARDWARE, OUT_OF_REACH)
+SOURCES = ("measured", "emulated", "modelled", "not_run")
+
+
+@dataclasses.dataclass
+class Claim:
+    study: str
+    claim_id: str
+    claim: str                # the paper's words (short)
+    paper_value: str          # as the paper gives it, e.g. "3.1-3.9x"
+    ours: float | None
+    ci_low: float | None
+    ci_high: float | None
+    unit: str
+    scale: str                # ours against the paper's, in words
+    source: str               # measured / emulated / modelled / not_run
+    verdict: str
+    reason: str
+    threshold: float | None = None
+    direction: str = ">="
+    machine_busy: bool = False
+
+    def __post_init__(self):
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"{self.claim_id}: unknown verdict {self.verdict!r}; one of {VERDICTS}")
+        if self.source not in SOURCES:
+            raise ValueError(f"{self.claim_id}: unknown source {self.source!r}; one of {SOURCES}")
+
+
+def judge(low: float | None, high: float | None, threshold: float, direction: str = ">=") -> str:
+    """The verdict of an interval against a threshold (``>=``: ours must be at least the threshold)."""
+    if low is None or high is None or any(map(_nan, (low, high))):
+        return INCONCLUSIVE
+    if direction == ">=":
+        return REPRODUCED if low >= threshold else NOT_REPRODUCED if high < threshold else INCONCLUSIVE
+    if direction == "<=":
+        return REPRODUCED if high <= threshold else NOT_REPRODUCED if low > threshold else INCONCLUSIVE
+    raise ValueError(f"direction must be '>=' or '<=', got {direction!r}")
+
+
+def _nan(x) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def claim(study: str, claim_id: str, text: str, paper_value: str, *, ours: float | None,
+          ci: tuple[float | None, float | None] = (None, None), threshold: float | None = None,
+          direction: str = ">=", unit: str = "", scale: str = "", source: str = "measured",
+          reason: str = "", machine_busy: bool = False, verdict: str | None = None) -> Claim:
+    """A ledger row with its verdict computed from the interval (or given, for hardware/scale cases)."""
+    lo, hi = ci
+    if verdict is None:
+        if source in ("modelled", "not_run"):
+            verdict = NEEDS_HARDWARE
+        elif threshold is None:
+            raise ValueError(f"{claim_id}: a measured claim needs a threshold or an explicit verdict")
+        else:
+            verdict = judge(lo, hi, threshold, direction)
+            if machine_busy and verdict in (REPRODUCED, NOT_REPRODUCED):
+                verdict = INCONCLUSIVE
+                reason = f"machine busy during the step; {reason}"
+    return Claim(study, claim_id, text, paper_value, _f(ours), _f(lo), _f(hi), unit, scale, source,
+                 verdict, reason, threshold, direction, bool(machine_busy))
+
+
+def _f(x) -> float | None:
+    return None if _nan(x) else float(x)
+
+
+def bootstrap_ci(values: Sequence[float], stat: Callable = np.median, n_boot: int = 2000,
+                 level: float = 0.95, seed: int = 0) -> tuple[float, float, float]:
+    """(estimate, low, high): ``stat`` of ``values`` and its percentile-bootstrap interval."""
+    a = np.asarray(values, dtype=float)
+    a = a[~np.isnan(a)]
+    if a.size == 0:
+        return float("nan"), float("nan"), float("nan")
+    est = float(stat(a))
+    if a.size == 1:
+        return est, est, est
+    rng = np.random.default_rng(seed)
+    boots = np.array([stat(a[rng.integers(0, a.size, a.size)]) for _ in range(n_boot)])
+    lo, hi = np.percentile(boots, [50 * (1 - level), 50 * (1 + level)])
+    return est, float(lo), float(hi)
+
+
+def ratio_ci(num: Sequence[float], den: Sequence[float], stat: Callable = np.median, n_boot: int = 2000,
+             level: float = 0.95, seed: int = 0) -> tuple[float, float, float]:
+    """(estimate, low, high) of ``stat(num) / stat(den)``, resampling both samples independently."""
+    a, b = (np.asarray(x, dtype=float) for x in (num, den))
+    a, b = a[~np.isnan(a)], b[~np.isnan(b)]
+    if a.size == 0 or b.size == 0:
+        return float("nan"), float("nan"), float("nan")
+    est = float(stat(a) / stat(b))
+    if a.size == 1 and b.size == 1:
+        return est, est, est
+    rng = np.random.default_rng(seed)
+    boots = np.array([stat(a[rng.integers(0, a.size, a.size)]) / stat(b[rng.integers(0, b.size, b.size)])
+                      for _ in range(n_boot)])
+    lo, hi = np.percentile(boots, [50 * (1 - level), 50 * (1 + level)])
+    return est, float(lo), float(hi)
+
+
+def frame(rows: Iterable[Claim]) -> pd.DataFrame:
+    df = pd.DataFrame([dataclasses.asdict(r) for r in rows])
+    if df.empty:
+        raise ValueError("no claim rows")
+    dup = df[df.duplicated(["study", "claim_id"])]
+    if not dup.empty:
+        raise ValueError(f"duplicate claim ids: {dup.claim_id.tolist()}")
+    return df
+
+
+def _fmt(x) -> str:
+    if _nan(x):
+        return "–"
+    return f"{x:.3g}"
+
+
+def ours_text(r) -> str:
+    if _nan(r["ours"]):
+        return "–"
+    txt = _fmt(r["ours"])
+    if not _nan(r["ci_low"]) and not _nan(r["ci_high"]):
+        txt += f" [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]"
+    return f"{txt} {r['unit']}".strip()
+
+
+def to_markdown(df: pd.DataFrame, title: str) -> str:
+    counts = df.verdict.value_counts()
+    lines = [f"# {title}", "",
+             "Verdicts: " + ", ".join(f"{v} {counts.get(v, 0)}" for v in VERDICTS), "",
+             "Ours: estimate [95% interval]. Source says whether our value was measured, measured on an "
+             "emulated device, modelled, or not run. A pass within noise is inconclusive.", "",
+             "| study | claim | paper | ours | threshold | scale | source | verdict | reason |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for _, r in df.iterrows():
+        thr = "–" if _nan(r["threshold"]) else f"{r['direction']} {_fmt(r['threshold'])}"
+        cells = [r["study"], f"**{r['claim_id']}**: {r['claim']}", r["paper_value"], ours_text(r), thr,
+                 r["scale"], r["source"], f"**{r['verdict']}**", r["reason"]]
+        lines.append("| " + " | ".join(str(c).replace("|", "/").replace("\n", " ") for c in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write(rows: Iterable[Claim], out: str | Path, provenance: dict) -> Path:
+    """A study's claims as a record set (``claims.parquet``) and a Markdown table (``claims.md``)."""
+    df = frame(rows)
+    out = Path(out)
+    study = df.study.iloc[0]
+    write_text(out.with_suffix(".md"), to_markdown(df, f"Claims ledger: {study}"))
+    return records.write(out, df, provenance)
+
+
+def ledger(paths: Sequence[str | Path], out_md: str | Path, profile: str) -> pd.DataFrame:
+    """Join every study's claims into ``results/<profile>/claims.md`` (and ``.parquet``)."""
+    df = pd.concat([records.read(p) for p in paths], ignore_index=True)
+    out_md = Path(out_md)
+    write_text(out_md, to_markdown(df, f"Claims ledger, profile {profile}"))
+    records.write(out_md.with_suffix(".parquet"), df, {"profile": profile, "inputs": [str(p) for p in paths],
+                                                        "method": "rows of every study's claims.parquet"})
+    return df
+
+
+VERDICT_COLORS = {REPRODUCED: "#1b9e77", NOT_REPRODUCED: "#d95f02", INCONCLUSIVE: "#7570b3",
+                  NEEDS_HARDWARE: "#999999", OUT_OF_REACH: "#e6ab02"}
+
+
+def to_html(df: pd.DataFrame, title: str) -> str:
+    """The ledger as one self-contained HTML table (the report embeds it)."""
+    import html
+
+    rows = []
+    for _, r in df.iterrows():
+        thr = "–" if _nan(r["threshold"]) else f"{r['direction']} {_fmt(r['threshold'])}"
+        cells = [r["study"], f"<b>{html.escape(r['claim_id'])}</b>: {html.escape(r['claim'])}",
+                 html.escape(r["paper_value"]), html.escape(ours_text(r)), html.escape(thr),
+                 html.escape(r["scale"]), r["source"],
+                 f"<span style='color:{VERDICT_COLORS[r['verdict']]};font-weight:bold'>{r['verdict']}</span>",
+                 html.escape(r["reason"])]
+        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    head = "".join(f"<th>{h}</th>" for h in ("study", "claim", "paper", "ours [95% CI]", "threshold", "scale",
+                                              "source", "verdict", "reason"))
+    return (f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            "<style>body{font-family:sans-serif;font-size:13px}td,th{border:1px solid #ccc;padding:3px;"
+            "vertical-align:top}table{border-collapse:collapse}</style>"
+            f"<h1>{html.escape(title)}</h1><table><tr>{head}</tr>{''.join(rows)}</table>\n")
+
+
+def ledger_figure(df: pd.DataFrame, out_png: str | Path, profile: str) -> list[Path]:
+    """Verdict counts per study (stacked bars), one colour per verdict, legend below the bars."""
+    import matplotlib.pyplot as plt
+
+    from . import plotting
+
+    plotting.apply_style()
+    counts = df.groupby(["study", "verdict"]).size().unstack(fill_value=0).reindex(columns=list(VERDICTS),
+                                                                                   fill_value=0)
+    fig, ax = plt.subplots(figsize=(8, 0.6 * len(counts) + 1.8), layout="constrained")
+    left = np.zeros(len(counts))
+    for v in VERDICTS:
+        ax.barh(counts.index, counts[v], left=left, color=VERDICT_COLORS[v], label=v)
+        left += counts[v].to_numpy()
+    ax.set(xlabel="claims (rows of the ledger)", title=f"claims ledger, profile {profile}: verdicts per study")
+    ax.invert_yaxis()
+    plotting.legend_below(fig, ncol=3)
+    caption = ("Verdicts per study in the claims ledger (results/{p}/claims.md), computed from records; "
+               "'needs hardware we lack' marks modelled values and configurations not run here.").format(p=profile)
+    return plotting.save(fig, out_png, caption)
+
+
+def write_ledger(paths: Sequence[str | Path], out_md: str | Path, out_png: str | Path, profile: str) -> None:
+    df = ledger(paths, out_md, profile)
+    write_text(Path(out_md).with_suffix(".html"), to_html(df, f"Claims ledger, profile {profile}"))
+    ledger_figure(df, out_png, profile)

@@ -1,0 +1,113 @@
+"""The verbs every study's ``bench <study> ...`` command has, built in one place.
+
+- ``build``    (optional) indexes, tables, models: files a measurement step reads;
+- ``measure STEP --out RECORDS [--input KEY=PATH ...] [--dataset NAME] --profile --seed --threads --params``
+  runs one measurement step through :func:`bench.core.step.execute`;
+- ``figure NAME --records KIND=PATH ... --out PNG`` draws one registered figure from records;
+- ``claims --records KIND=PATH ... --params --profile --out claims.parquet`` writes the study's ledger rows.
+
+Rule files call exactly these verbs, so a study's command line looks like every other study's.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from types import ModuleType
+from typing import Callable, Mapping
+
+from . import provenance, step
+from .errors import ConfigError
+from .figures import Registry
+
+
+def json_arg(text: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not valid JSON: {exc}") from None
+
+
+def add_run_args(p: argparse.ArgumentParser, *, params: bool = True) -> None:
+    """The arguments every measurement step takes: profile, seed, threads, and the study params."""
+    p.add_argument("--profile", required=True, help="profile name (recorded in provenance)")
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--threads", type=int, required=True, help="threads for measured code")
+    if params:
+        p.add_argument("--params", type=json_arg, required=True,
+                       help="the study's validated config section, as JSON")
+
+
+def pairs(values: list[str] | None, flag: str) -> dict[str, list[str]]:
+    """``KEY=PATH`` arguments -> ``{KEY: [PATH, ...]}`` (a key may repeat)."""
+    out: dict[str, list[str]] = {}
+    for v in values or []:
+        key, sep, path = v.partition("=")
+        if not sep or not key or not path:
+            raise ConfigError(f"{flag}: expected KEY=PATH, got {v!r}")
+        out.setdefault(key, []).append(path)
+    return out
+
+
+def register_study(sub: argparse._SubParsersAction, name: str, help: str, *,
+                   steps: Mapping[str, Callable[[step.Context], step.Result]],
+                   figures: Registry, claims: ModuleType | None,
+                   build: Callable[[argparse.Namespace], None] | None = None,
+                   build_args: Callable[[argparse.ArgumentParser], None] | None = None) -> argparse._SubParsersAction:
+    """Add ``bench <name>`` with the standard verbs; returns its sub-parsers for internal extra verbs."""
+    p = sub.add_parser(name, help=help)
+    s = p.add_subparsers(dest="verb", required=True)
+    study = name.replace("-", "_")
+
+    if build is not None:
+        b = s.add_parser("build", help="build what the measurement steps read (indexes, tables)")
+        b.add_argument("--input", action="append", metavar="KEY=PATH")
+        b.add_argument("--dataset")
+        b.add_argument("--out", required=True)
+        add_run_args(b)
+        if build_args:
+            build_args(b)
+        b.set_defaults(func=build)
+
+    m = s.add_parser("measure", help="run one measurement step and write its record set")
+    m.add_argument("step", choices=list(steps))
+    m.add_argument("--out", required=True, help="record set path (.parquet)")
+    m.add_argument("--input", action="append", metavar="KEY=PATH", help="a file the step reads")
+    m.add_argument("--dataset", help="the dataset this run measures (a name declared in the profile)")
+    add_run_args(m)
+    m.set_defaults(func=lambda a: step.execute(_context(study, a), steps[a.step]))
+
+    f = s.add_parser("figure", help="draw one registered figure from records")
+    f.add_argument("name", choices=list(figures))
+    f.add_argument("--records", action="append", metavar="KIND=PATH", required=True)
+    f.add_argument("--out", required=True, help="PNG path (PDF and caption are written beside it)")
+    f.set_defaults(func=lambda a: figures.draw(a.name, pairs(a.records, "--records"), Path(a.out)))
+
+    if claims is not None:
+        c = s.add_parser("claims", help="the study's rows of the claims ledger, from records")
+        c.add_argument("--records", action="append", metavar="KIND=PATH", required=True)
+        c.add_argument("--out", required=True, help="claims.parquet (claims.md is written beside it)")
+        c.add_argument("--profile", required=True)
+        c.add_argument("--params", type=json_arg, required=True)
+        c.set_defaults(func=lambda a: _claims(claims, study, a))
+    return s
+
+
+def _context(study: str, a: argparse.Namespace) -> step.Context:
+    return step.Context(study=study, step=a.step, params=a.params, profile=a.profile, seed=a.seed,
+                          threads=a.threads, out=Path(a.out), inputs=pairs(a.input, "--input"),
+                          dataset=a.dataset)
+
+
+def _claims(module: ModuleType, study: str, a: argparse.Namespace) -> Path:
+    from . import claims as core_claims
+
+    inputs = pairs(a.records, "--records")
+    missing = [k for k in module.RECORDS if k not in inputs]
+    if missing:
+        raise ConfigError(f"{study} claims: needs --records for {missing}")
+    rows = module.build({k: [Path(p) for p in v] for k, v in inputs.items()}, a.params, a.profile)
+    prov = {**provenance.git_state(), "profile": a.profile, "study": study, "config": a.params,
+            "inputs": inputs, "method": "verdicts computed from the records named in inputs "
+            "(bench.core.claims: interval against threshold; modelled/not run -> needs hardware we lack)"}
+    return core_claims.write(rows, a.out, prov)

@@ -1,0 +1,52 @@
+"""Verdicts from intervals: a pass within noise is inconclusive; modelled values need hardware."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bench.core import claims
+
+
+def test_judge_uses_the_whole_interval():
+    assert claims.judge(3.2, 3.6, 3.1) == claims.REPRODUCED
+    assert claims.judge(2.0, 3.0, 3.1) == claims.NOT_REPRODUCED
+    assert claims.judge(3.0, 3.2, 3.1) == claims.INCONCLUSIVE
+    assert claims.judge(0.9, 0.99, 1.0, "<=") == claims.REPRODUCED
+    assert claims.judge(0.99, 1.02, 1.0, "<=") == claims.INCONCLUSIVE
+    assert claims.judge(None, None, 1.0) == claims.INCONCLUSIVE
+
+
+def test_noisy_ratio_near_one_is_inconclusive():
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(50, 15, 50), rng.normal(50, 15, 50)   # the same distribution: no speed-up
+    est, lo, hi = claims.ratio_ci(a, b)
+    assert lo < 1.0 < hi
+    row = claims.claim("s", "c", "no slower", "1x", ours=est, ci=(lo, hi), threshold=1.0, direction="<=")
+    assert row.verdict == claims.INCONCLUSIVE
+
+
+def test_sources_and_busy_machine():
+    m = claims.claim("s", "fpga", "x", "2x", ours=3.0, ci=(2.9, 3.1), threshold=2.0, source="modelled")
+    assert m.verdict == claims.NEEDS_HARDWARE
+    b = claims.claim("s", "b", "x", "2x", ours=3.0, ci=(2.9, 3.1), threshold=2.0, machine_busy=True)
+    assert b.verdict == claims.INCONCLUSIVE and "busy" in b.reason
+    with pytest.raises(ValueError, match="needs a threshold"):
+        claims.claim("s", "c", "x", "1", ours=1.0)
+
+
+def test_bootstrap_ci_brackets_the_median():
+    est, lo, hi = claims.bootstrap_ci(np.arange(101.0))
+    assert lo <= est == 50.0 <= hi
+
+
+def test_write_and_ledger(tmp_path):
+    rows = [claims.claim("s", "a", "faster", "3x", ours=3.5, ci=(3.2, 3.8), threshold=3.0, unit="x"),
+            claims.claim("s", "b", "on FPGA", "5x", ours=None, source="not_run", reason="no FPGA")]
+    p = claims.write(rows, tmp_path / "s" / "claims.parquet", {"profile": "t"})
+    assert "**reproduced**" in (tmp_path / "s" / "claims.md").read_text()
+    claims.write_ledger([p], tmp_path / "claims.md", tmp_path / "claims.png", "t")
+    md = (tmp_path / "claims.md").read_text()
+    assert "3.5 [3.2, 3.8] x" in md and "needs hardware we lack" in md
+    assert (tmp_path / "claims.html").exists() and (tmp_path / "claims.png").exists()
+    with pytest.raises(ValueError, match="duplicate"):
+        claims.frame(rows + rows)

@@ -1,0 +1,83 @@
+"""The study contract (docs/adding-a-study.md), checked for every study: no study imports another, and
+each has every part (runner steps, figure registry, claims, CLI, rule file, schema, profile sections,
+tests)."""
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bench.core.figures import Registry
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "bench"
+REPO = SRC.parents[1]
+STUDIES = sorted(p.parent.name for p in SRC.glob("*/runner.py"))
+
+
+def _imports(path: Path) -> set[str]:
+    """Absolute module names a file imports (relative imports resolved against its package)."""
+    pkg = ".".join(path.relative_to(SRC.parent).with_suffix("").parts[:-1])
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
+                mod = ".".join(base + ([node.module] if node.module else []))
+                out |= {mod} | ({f"{mod}.{a.name}" for a in node.names} if not node.module else set())
+            else:
+                out.add(node.module or "")
+    return out
+
+
+def test_studies_found():
+    assert {"ivf_recall", "espn", "chameleon"} <= set(STUDIES)
+
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_no_study_imports_another(study):
+    others = set(STUDIES) - {study}
+    bad = []
+    for py in (SRC / study).rglob("*.py"):
+        for mod in _imports(py):
+            parts = mod.split(".")
+            if len(parts) > 1 and parts[0] == "bench" and parts[1] in others:
+                bad.append(f"{py.relative_to(SRC)} imports {mod}")
+    assert not bad, "a study imports another (move the shared piece to bench.core or bench.ann): " + "; ".join(bad)
+
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_study_has_every_part(study):
+    runner = importlib.import_module(f"bench.{study}.runner")
+    assert isinstance(getattr(runner, "STEPS", None), dict) and runner.STEPS, "runner.STEPS: {step: fn(ctx)}"
+    figs = importlib.import_module(f"bench.{study}.figures").FIGURES
+    assert isinstance(figs, Registry) and len(figs), "figures.FIGURES: a non-empty Registry"
+    claims = importlib.import_module(f"bench.{study}.claims")
+    assert callable(claims.build) and isinstance(claims.RECORDS, tuple) and claims.RECORDS
+    assert callable(importlib.import_module(f"bench.{study}.cli").register)
+    smk = REPO / "workflows" / f"{study}.smk"
+    assert smk.is_file(), f"missing {smk}"
+    text = smk.read_text()
+    assert f'CLAIMS["{study}"]' in text and f'TARGETS["{study}"]' in text
+    assert f'figure_registry("{study}")' in text, "the figure rule reads the study's registry"
+    assert (REPO / "experiments" / "schema" / f"{study}.yaml").is_file()
+    for prof in ("tiny", "small", "paper"):
+        assert study in yaml.safe_load((REPO / "experiments" / f"{prof}.yaml").read_text()), f"{prof}.yaml"
+    assert (REPO / "tests" / study).is_dir()
+    doc = importlib.import_module(f"bench.{study}").__doc__
+    assert doc and len(doc) > 40, "the package docstring says which paper it reproduces"
+
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_rule_shell_strings_take_values_from_params(study):
+    """Every value a rule passes goes through `params:` (a changed value reruns the rule): no study
+    config dict is interpolated into a shell string directly."""
+    text = (REPO / "workflows" / f"{study}.smk").read_text()
+    for line in text.splitlines():
+        s = line.strip()
+        if s.startswith('"{BENCH}') or s.startswith('"--') or s.startswith("f\"{{BENCH}}"):
+            assert "_P:q}" not in s and "{RUN_ARGS}" not in s, f"{study}.smk: use params: for {s}"

@@ -1,0 +1,18 @@
+# The claims ledger: every study's claims.parquet joined into results/<profile>/claims.md and a figure,
+# shown first in the report.
+if CLAIMS:
+
+    rule claims_ledger:
+        input:
+            [CLAIMS[s] for s in sorted(CLAIMS)],
+        output:
+            md=f"{RESULTS}/claims.md",
+            parquet=f"{RESULTS}/claims.parquet",
+            html=report(f"{RESULTS}/claims.html", caption="report/claims.rst", category="0 Claims ledger"),
+            png=report(f"{FIGURES}/claims.png", caption="report/claims.rst", category="0 Claims ledger"),
+        benchmark:
+            f"{BENCHMARKS}/claims_ledger.tsv"
+        shell:
+            "{BENCH} ledger --claims {input} --profile {PROFILE} --out {output.md} --figure {output.png}"
+
+    TARGETS["_ledger"] = [*rules.claims_ledger.output]
