@@ -31,7 +31,6 @@ from . import registry
 from .registry import RemoteFile, Source
 
 CHUNK = 1 << 20
-MARKER = ".verified.json"
 
 
 def resolve_url(url: str, mirror: str | os.PathLike | None) -> str:
