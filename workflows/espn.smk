@@ -1,18 +1,22 @@
 # ESPN: multi-vector re-ranking embeddings on SSD with an ANN-driven prefetcher (every table/figure).
 # build -> quality (Fig 5, 6) | hitrate (Fig 7) | e2e (Tables 4/5, Fig 1) | batch (Fig 8-10, eq. 4) | iops (vs fio)
-#       -> summary (targets) ; each figure rule reads records only.
+#       -> one figure rule over the registry, claims; each figure and the claims read records only.
 ESPN = config["espn"]
 
 if ESPN["enabled"]:
-    require_datasets("espn", [ESPN["dataset"]])
-    ESPN_BUILD = f"{DATA}/{PROFILE}/indexes/espn/{ESPN['dataset']}"
-    ESPN_RES = f"{RESULTS}/espn"
-    ESPN_FIG = f"{FIGURES}/espn"
-    ESPN_P = as_json(ESPN)
+    require_datasets("espn", ESPN["datasets"])
+    if len(ESPN["datasets"]) != 1:
+        raise ValueError(f"config: espn.datasets names {ESPN['datasets']}; ESPN measures exactly one text dataset")
+    ESPN_DATASET = ESPN["datasets"][0]
+    ESPN_BUILD = f"{DATA}/{PROFILE}/indexes/espn/{ESPN_DATASET}"
+    ESPN_FIGS = figure_registry("espn")
+    ESPN_STEPS = ("quality", "hitrate", "e2e", "batch", "iops")
+    # record kind -> record sets: what the figure and claims rules read
+    ESPN_RECORDS = {step: [f"{RESULTS}/espn/{step}.parquet"] for step in ESPN_STEPS}
 
     rule espn_build:
         input:
-            manifest=dataset_manifest(ESPN["dataset"]),
+            manifest=dataset_manifest(ESPN_DATASET),
         output:
             meta=f"{ESPN_BUILD}/meta.json",
             table=f"{ESPN_BUILD}/table.espn",
@@ -20,126 +24,69 @@ if ESPN["enabled"]:
             index=f"{ESPN_BUILD}/ann.faiss",
             queries=f"{ESPN_BUILD}/queries.npz",
         params:
-            p=ESPN_P,
+            p=as_json(ESPN),
+            run=RUN_ARGS,
+            out=ESPN_BUILD,
+            dataset=ESPN_DATASET,
         threads: workflow.cores
         benchmark:
             f"{BENCHMARKS}/espn/build.tsv"
         shell:
-            "{BENCH} espn build --manifest {input.manifest} --out-dir {ESPN_BUILD} {RUN_ARGS} --params {params.p:q}"
+            "{BENCH} espn build --input manifest={input.manifest} --dataset {params.dataset} --out {params.out} "
+            "{params.run} --params {params.p:q}"
 
-    def _espn_measure(step, extra=""):
-        return (f"{{BENCH}} espn {step} --build {ESPN_BUILD} {extra} --out {{output}} {{RUN_ARGS}} "
-                f"--params {{params.p:q}}")
-
-    rule espn_quality:
+    rule espn_measure:
         input:
-            rules.espn_build.output.meta,
-            manifest=dataset_manifest(ESPN["dataset"]),
+            meta=rules.espn_build.output.meta,
+            manifest=dataset_manifest(ESPN_DATASET),
         output:
-            f"{ESPN_RES}/quality.parquet",
+            f"{RESULTS}/espn/{{step}}.parquet",
         params:
-            p=ESPN_P,
-        threads: workflow.cores
+            p=as_json(ESPN),
+            run=RUN_ARGS,  # a params entry, so a changed thread count or seed reruns the measurement
+            build=ESPN_BUILD,
+            dataset=ESPN_DATASET,
+        wildcard_constraints:
+            step="|".join(ESPN_STEPS),
+        threads: workflow.cores  # measured: nothing else runs beside it
         benchmark:
-            f"{BENCHMARKS}/espn/quality.tsv"
+            f"{BENCHMARKS}/espn/{{step}}.tsv"
         shell:
-            _espn_measure("quality", "--manifest {input.manifest}")
-
-    rule espn_hitrate:
-        input:
-            rules.espn_build.output.meta,
-        output:
-            f"{ESPN_RES}/hitrate.parquet",
-        params:
-            p=ESPN_P,
-        threads: workflow.cores
-        benchmark:
-            f"{BENCHMARKS}/espn/hitrate.tsv"
-        shell:
-            _espn_measure("hitrate")
-
-    rule espn_e2e:
-        input:
-            rules.espn_build.output.meta,
-        output:
-            f"{ESPN_RES}/e2e.parquet",
-        params:
-            p=ESPN_P,
-        threads: workflow.cores
-        benchmark:
-            f"{BENCHMARKS}/espn/e2e.tsv"
-        shell:
-            _espn_measure("e2e")
-
-    rule espn_batch:
-        input:
-            rules.espn_build.output.meta,
-        output:
-            f"{ESPN_RES}/batch.parquet",
-        params:
-            p=ESPN_P,
-        threads: workflow.cores
-        benchmark:
-            f"{BENCHMARKS}/espn/batch.tsv"
-        shell:
-            _espn_measure("batch")
-
-    rule espn_iops:
-        input:
-            rules.espn_build.output.meta,
-        output:
-            f"{ESPN_RES}/iops.parquet",
-        params:
-            p=ESPN_P,
-        threads: workflow.cores
-        benchmark:
-            f"{BENCHMARKS}/espn/iops.tsv"
-        shell:
-            _espn_measure("iops")
-
-    rule espn_summary:
-        input:
-            e2e=rules.espn_e2e.output[0],
-            hit=rules.espn_hitrate.output[0],
-            iops=rules.espn_iops.output[0],
-            batch=rules.espn_batch.output[0],
-        output:
-            f"{ESPN_RES}/targets.parquet",
-            f"{ESPN_RES}/targets.md",
-        params:
-            p=ESPN_P,
-        benchmark:
-            f"{BENCHMARKS}/espn/summary.tsv"
-        shell:
-            "{BENCH} espn summary --e2e {input.e2e} --hitrate {input.hit} --iops {input.iops} "
-            "--batch {input.batch} --profile {PROFILE} --params {params.p:q} --out {output[0]}"
-
-    ESPN_FIGS = {
-        "fig1": ("fig1_latency_breakdown", [rules.espn_e2e.output[0]]),
-        "fig5": ("fig5_recall_vs_nprobe", [rules.espn_quality.output[0]]),
-        "fig6": ("fig6_mrr_vs_rerank", [rules.espn_quality.output[0]]),
-        "fig7": ("fig7_hit_rate", [rules.espn_hitrate.output[0]]),
-        "tables45": ("tables4_5_e2e_latency", [rules.espn_e2e.output[0]]),
-        "fig8_9": ("fig8_9_access_latency", [rules.espn_batch.output[0]]),
-        "fig10": ("fig10_batch_latency_throughput", [rules.espn_batch.output[0]]),
-        "eq4": ("eq4_batch_threshold", [rules.espn_batch.output[0], rules.espn_iops.output[0]]),
-        "iops": ("iops_reader_vs_fio", [rules.espn_iops.output[0]]),
-    }
+            "{BENCH} espn measure {wildcards.step} --input build={params.build} --input manifest={input.manifest} "
+            "--dataset {params.dataset} --out {output} {params.run} --params {params.p:q}"
 
     rule espn_figure:
         input:
-            lambda wc: ESPN_FIGS[wc.kind][1],
+            unpack(lambda wc: pick(ESPN_RECORDS, ESPN_FIGS.records_of(wc.name))),
         output:
-            png=report(f"{ESPN_FIG}/{{kind}}.png", caption="report/espn/figure.rst", category="ESPN"),
-            pdf=f"{ESPN_FIG}/{{kind}}.pdf",
+            png=report(f"{FIGURES}/espn/{{name}}.png", caption="report/espn/figure.rst", category="ESPN"),
+            pdf=f"{FIGURES}/espn/{{name}}.pdf",
+        params:
+            records=lambda wc, input: records_arg(input),
         wildcard_constraints:
-            kind="|".join(ESPN_FIGS),
+            name="|".join(ESPN_FIGS),
         benchmark:
-            f"{BENCHMARKS}/espn/figure_{{kind}}.tsv"
+            f"{BENCHMARKS}/espn/figure_{{name}}.tsv"
         shell:
-            "{BENCH} espn figure {wildcards.kind} --records {input} --out {output.png}"
+            "{BENCH} espn figure {wildcards.name} {params.records} --out {output.png}"
 
+    rule espn_claims:
+        input:
+            unpack(lambda wc: pick(ESPN_RECORDS, claims_records("espn"))),
+        output:
+            f"{RESULTS}/espn/claims.parquet",
+            f"{RESULTS}/espn/claims.md",
+        params:
+            records=lambda wc, input: records_arg(input),
+            p=as_json(ESPN),
+        benchmark:
+            f"{BENCHMARKS}/espn/claims.tsv"
+        shell:
+            "{BENCH} espn claims {params.records} --profile {PROFILE} --params {params.p:q} --out {output[0]}"
+
+    CLAIMS["espn"] = rules.espn_claims.output[0]
     TARGETS["espn"] = [
-        *expand(f"{ESPN_FIG}/{{kind}}.png", kind=list(ESPN_FIGS)),
-        *rules.espn_summary.output,
+        *expand(f"{FIGURES}/espn/{{name}}.png", name=list(ESPN_FIGS)),
+        *[p for paths in ESPN_RECORDS.values() for p in paths],
+        *rules.espn_claims.output,
     ]

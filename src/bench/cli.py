@@ -41,7 +41,12 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     led.set_defaults(func=_ledger)
     names = study_names()
     first = next((a for a in (argv or []) if not a.startswith("-")), None)
-    wanted = [first.replace("-", "_")] if first and first.replace("-", "_") in names else names
+    if first in ("data", "ledger"):
+        wanted = []
+    elif first and first.replace("-", "_") in names:
+        wanted = [first.replace("-", "_")]
+    else:
+        wanted = names
     for name in wanted:
         importlib.import_module(f"bench.{name}.cli").register(sub)
     return p

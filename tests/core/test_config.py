@@ -36,3 +36,9 @@ def test_unknown_key_and_wrong_type_name_the_key(tmp_path):
 def test_defaults_are_filled():
     cfg = config.validate_profile({"profile": "x"})
     assert cfg["seed"] == 20240601 and cfg["ivf_recall"]["k"] == [1, 10, 100]
+
+
+def test_command_line_strings_are_coerced_to_the_schema_type():
+    """snakemake --config study='{"enabled": false}' hands nested values over as strings."""
+    cfg = config.validate_profile({"profile": "x", "ivf_recall": {"enabled": "false", "repeats": "3"}})
+    assert cfg["ivf_recall"]["enabled"] is False and cfg["ivf_recall"]["repeats"] == 3

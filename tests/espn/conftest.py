@@ -31,3 +31,11 @@ def small_index():
     rng = np.random.default_rng(1)
     cls, _ = encoders.synthetic_filler(3000, 1, rng.standard_normal((40, 128)).astype(np.float32))
     return ann.build(cls, "ivfflat", 32, seed=0), cls
+
+
+@pytest.fixture(autouse=True)
+def _fewer_resamples(monkeypatch):
+    """Claims' bootstrap intervals with 300 resamples in tests (2000 in the pipeline): same code, faster."""
+    from bench.espn import claims
+
+    monkeypatch.setattr(claims, "N_BOOT", 300)

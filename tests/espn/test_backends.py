@@ -137,3 +137,24 @@ def test_parent_removes_a_dead_workers_cgroups(tmp_path, monkeypatch):
     assert len(memory.remove_worker_cgroups(4242)) == 2
     assert not (mem / "bench-espn-4242").exists() and (mem / "bench-espn-7").exists()
     assert memory.remove_worker_cgroups(4242) == []
+
+
+def test_stale_cgroups_of_dead_processes_are_removed(tmp_path):
+    """After a kill -9, the next run removes the empty bench-*-<pid> cgroups of processes that are gone
+    (bench.core.cgroups), and keeps those of live processes and foreign names."""
+    import os
+    import subprocess
+    import sys
+
+    from bench.core import cgroups
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()
+    mem, blk = tmp_path / "mem", tmp_path / "blk"
+    for d in (mem / f"bench-espn-{dead}", blk / f"bench-espn-blkio-{dead}", mem / f"bench-loaders-{os.getpid()}",
+              mem / "bench-espn-test", mem / "other-1"):
+        d.mkdir(parents=True)
+    removed = cgroups.remove_stale({"memory": mem, "blkio": blk})
+    assert sorted(p.name for p in removed) == sorted([f"bench-espn-{dead}", f"bench-espn-blkio-{dead}"])
+    assert {p.name for p in mem.iterdir()} == {f"bench-loaders-{os.getpid()}", "bench-espn-test", "other-1"}
+    assert cgroups.child_name("espn", 7) == "bench-espn-7"

@@ -75,6 +75,30 @@ def _validate(instance: Any, schema: Mapping, where: str) -> None:
         raise ConfigError(f"invalid config at '{key or '<top>'}': {msg}{more}")
 
 
+def _coerce(value: Any, schema: Mapping) -> Any:
+    """Strings where the schema wants a boolean or a number become one: Snakemake's ``--config
+    study='{"enabled": false}'`` hands nested values over as strings."""
+    types = schema.get("type", [])
+    types = [types] if isinstance(types, str) else types
+    if isinstance(value, str):
+        low = value.strip().lower()
+        if "boolean" in types and low in ("true", "false"):
+            return low == "true"
+        for t, conv in (("integer", int), ("number", float)):
+            if t in types:
+                try:
+                    return conv(value)
+                except ValueError:
+                    pass
+        return value
+    if isinstance(value, dict):
+        props, extra = schema.get("properties", {}), schema.get("additionalProperties")
+        return {k: _coerce(v, props.get(k, extra if isinstance(extra, dict) else {})) for k, v in value.items()}
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [_coerce(v, schema["items"]) for v in value]
+    return value
+
+
 def study_schema(study: str) -> dict | None:
     path = experiments_dir() / "schema" / f"{study}.yaml"
     return _load_yaml(path) if path.exists() else None
@@ -85,7 +109,7 @@ def validate_section(study: str, section: Any) -> dict:
     schema = study_schema(study)
     if schema is None:
         raise ConfigError(f"unknown config section '{study}': no schema experiments/schema/{study}.yaml")
-    section = {} if section is None else copy.deepcopy(section)
+    section = {} if section is None else _coerce(copy.deepcopy(section), schema)
     _validate(section, schema, study)
     return section
 

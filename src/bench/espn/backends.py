@@ -75,19 +75,6 @@ def _detached(dec: Decoded, buf: np.ndarray) -> Decoded:
     return tuple(a.copy() if np.may_share_memory(a, buf) else a for a in dec)
 
 
-class _Done:
-    """A handle for a read that already finished (synchronous back ends)."""
-
-    def __init__(self, value):
-        self._v = value
-
-    def result(self):
-        return self._v
-
-    def done(self) -> bool:
-        return True
-
-
 class EmbeddingStore:
     """Common interface. Subclasses fill ``_gather(idx, out)`` (out: [n, 8192] uint8 rows)."""
 
@@ -250,7 +237,8 @@ class _AlignedBuffers:
             self._free.append(b)
 
 
-def _pick_engine(engine: str) -> str:
+def pick_engine(engine: str) -> str:
+    """The O_DIRECT engine ``engine`` (auto, aio, threadpool) resolves to on this machine."""
     if engine not in ("auto", "aio", "threadpool"):
         raise ValueError(f"I/O engine must be auto, aio or threadpool, got {engine!r}")
     # auto = the thread pool: on the project's VM it reached more IOPS than native AIO driven from
@@ -277,8 +265,8 @@ class DirectStore(EmbeddingStore):
         if depth < 1:
             raise ValueError(f"queue depth must be >= 1, got {depth}")
         self.depth = depth
-        self.engine = _pick_engine(engine)
-        self.background_engine = None if background_engine in (None, "same") else _pick_engine(background_engine)
+        self.engine = pick_engine(engine)
+        self.background_engine = None if background_engine in (None, "same") else pick_engine(background_engine)
         self._local = threading.local()
         try:
             self._fd = os.open(self.table, os.O_RDONLY | os.O_DIRECT)
@@ -444,7 +432,7 @@ def random_read_iops(table, n_reads: int, depth: int, seed: int, block: int = 40
     offs = rng.integers(0, size // block, size=n_reads, dtype=np.int64) * block
     st = DirectStore.__new__(DirectStore)
     st.table, st.depth = str(table), depth
-    st.engine = _pick_engine(engine)
+    st.engine = pick_engine(engine)
     st._local = threading.local()
     st._fd = os.open(st.table, os.O_RDONLY | os.O_DIRECT)
     st._io = cf.ThreadPoolExecutor(max_workers=depth, thread_name_prefix="odirect")

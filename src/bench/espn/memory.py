@@ -17,40 +17,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .errors import BudgetError
-
-CGROUP_ROOT = Path("/sys/fs/cgroup/memory")
-
-
-def _own_cgroup(controller: str, root: Path) -> Path | None:
-    """This process's cgroup v1 folder for ``controller`` (from /proc/self/cgroup), or None."""
-    try:
-        for line in Path("/proc/self/cgroup").read_text().splitlines():
-            _, ctrl, path = line.split(":", 2)
-            if controller in ctrl.split(","):
-                return root / path.lstrip("/")
-    except OSError:
-        return None
-    return None
+from ..core import cgroups
+from .errors import BackendUnavailable, BudgetError
 
 
 def own_memory_cgroup() -> Path | None:
-    return _own_cgroup("memory", CGROUP_ROOT)
-
-
-def _controller_usable(base: Path | None, control_file: str, what: str) -> tuple[bool, str]:
-    """Whether this process (as root) can create child cgroups under ``base`` using ``control_file``."""
-    if os.geteuid() != 0:
-        return False, "not root"
-    if base is None or not (base / control_file).exists():
-        return False, f"no cgroup v1 {what} for this process"
-    if not os.access(base, os.W_OK):
-        return False, f"{base} is not writable"
-    return True, str(base)
+    return cgroups.memory_cgroup()
 
 
 def cgroup_v1_available() -> tuple[bool, str]:
-    return _controller_usable(own_memory_cgroup(), "memory.limit_in_bytes", "memory controller")
+    return cgroups.memory_available()
 
 
 def plan(table_bytes: int, ann_bytes: int, frac: float | None = None, total_bytes: int | None = None,
@@ -75,72 +51,21 @@ def plan(table_bytes: int, ann_bytes: int, frac: float | None = None, total_byte
             "ann_index_bytes": int(ann_bytes), "headroom_bytes": int(headroom_bytes)}
 
 
-class _ChildCgroup:
-    """A fresh child cgroup v1 (``self.path`` under ``self.parent``): on enter it is created, its control
-    files written (``_controls``) and this process (all its threads) moved in; on exit the process goes
-    back to the parent and the child is removed."""
-
-    parent: Path
-    path: Path
-
-    def _controls(self) -> dict[str, str]:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def __enter__(self):
-        self.path.mkdir(exist_ok=True)
-        for name, value in self._controls().items():
-            (self.path / name).write_text(value)
-        (self.path / "cgroup.procs").write_text(str(os.getpid()))
-        return self
-
-    def __exit__(self, *exc) -> None:
-        try:
-            (self.parent / "cgroup.procs").write_text(str(os.getpid()))
-            self.path.rmdir()
-        except OSError:
-            pass
-
-
-class CgroupCap(_ChildCgroup):
-    """Move this process into a fresh child memory cgroup capped at ``limit_bytes``; undo on exit."""
+class CgroupCap(cgroups.MemoryCap):
+    """Move this process into a fresh child memory cgroup capped at ``limit_bytes``; undo on exit
+    (:class:`BackendUnavailable` where the cap cannot be set)."""
 
     def __init__(self, limit_bytes: int, name: str | None = None):
-        ok, why = cgroup_v1_available()
-        if not ok:
-            from .errors import BackendUnavailable
-
-            raise BackendUnavailable(f"cgroup v1 memory cap unavailable: {why}")
-        self.parent = own_memory_cgroup()
-        self.path = self.parent / (name or f"bench-espn-{os.getpid()}")
-        self.limit = int(limit_bytes)
-
-    def _controls(self) -> dict[str, str]:
-        return {"memory.limit_in_bytes": str(self.limit)}
-
-    def stats(self) -> dict:
-        def rd(f):
-            try:
-                return int((self.path / f).read_text().strip())
-            except (OSError, ValueError):
-                return None
-
-        return {"cgroup_max_usage_bytes": rd("memory.max_usage_in_bytes"),
-                "cgroup_usage_bytes": rd("memory.usage_in_bytes"), "cgroup_failcnt": rd("memory.failcnt")}
-
-    def reset_peak(self) -> None:
         try:
-            (self.path / "memory.max_usage_in_bytes").write_text("0")
-        except OSError:
-            pass
+            super().__init__(limit_bytes, tag="espn", name=name)
+        except cgroups.CgroupUnavailable as exc:
+            raise BackendUnavailable(str(exc)) from None
 
 
 # ----------------------------------------------------------------------------- emulated slower SSD
 
-BLKIO_ROOT = Path("/sys/fs/cgroup/blkio")
-
-
 def own_blkio_cgroup() -> Path | None:
-    return _own_cgroup("blkio", BLKIO_ROOT)
+    return cgroups.own_cgroup("blkio")
 
 
 def block_device_of(path: str | os.PathLike) -> str:
@@ -158,8 +83,8 @@ def block_device_of(path: str | os.PathLike) -> str:
 
 def blkio_available(path: str | os.PathLike) -> tuple[bool, str]:
     """Whether a cgroup v1 blkio read-IOPS throttle can be put on the device holding ``path``."""
-    ok, why = _controller_usable(own_blkio_cgroup(), "blkio.throttle.read_iops_device",
-                                 "blkio controller with throttling")
+    ok, why = cgroups.usable(own_blkio_cgroup(), "blkio.throttle.read_iops_device",
+                            "blkio controller with throttling")
     if not ok:
         return False, why
     try:
@@ -168,7 +93,7 @@ def blkio_available(path: str | os.PathLike) -> tuple[bool, str]:
         return False, str(exc)
 
 
-class BlkioThrottle(_ChildCgroup):
+class BlkioThrottle(cgroups.ChildCgroup):
     """Move this process (all its threads) into a fresh child blkio cgroup whose
     ``blkio.throttle.read_iops_device`` caps reads from the table's disk at ``iops``: an emulated
     slower SSD. Undone on exit."""
@@ -176,32 +101,19 @@ class BlkioThrottle(_ChildCgroup):
     def __init__(self, path: str | os.PathLike, iops: int, name: str | None = None):
         ok, why = blkio_available(path)
         if not ok:
-            from .errors import BackendUnavailable
-
             raise BackendUnavailable(f"cgroup v1 blkio throttle unavailable: {why}")
         if int(iops) < 1:
             raise BudgetError(f"emulated SSD read IOPS must be >= 1, got {iops}")
         self.device, self.iops = why, int(iops)
         self.parent = own_blkio_cgroup()
-        self.path = self.parent / (name or f"bench-espn-blkio-{os.getpid()}")
+        self.path = self.parent / (name or cgroups.child_name("espn-blkio"))
 
     def _controls(self) -> dict[str, str]:
         return {"blkio.throttle.read_iops_device": f"{self.device} {self.iops}"}
 
 
-def remove_worker_cgroups(pid: int) -> list[Path]:
+def remove_worker_cgroups(pid: int | None = None) -> list[Path]:
     """Remove the cgroups a worker process ``pid`` made (memory cap, blkio throttle) when it could not
-    remove them itself (an OOM kill ends it inside its cap). Called by the parent after the worker
-    exits; only empty cgroups are removed (rmdir fails on a cgroup that still holds a process)."""
-    removed = []
-    for parent, name in ((own_memory_cgroup(), f"bench-espn-{pid}"),
-                         (own_blkio_cgroup(), f"bench-espn-blkio-{pid}")):
-        if parent is None:
-            continue
-        d = parent / name
-        try:
-            d.rmdir()
-            removed.append(d)
-        except OSError:
-            pass
-    return removed
+    remove them itself (an OOM kill ends it inside its cap), or, with no pid, the ``bench-*`` cgroups
+    of every dead process (a pipeline killed with ``kill -9``). Only empty cgroups are removed."""
+    return cgroups.remove_stale({"memory": own_memory_cgroup(), "blkio": own_blkio_cgroup()}, pid=pid)

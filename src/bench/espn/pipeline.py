@@ -72,80 +72,97 @@ class Retriever:
             out.append(dict(zip(mine.tolist(), s.tolist())))
         return out
 
+    def _early(self, union: np.ndarray, owners: list[np.ndarray], q_toks, final_box: list):
+        """The prefetch thread: read the approximate top n chunk by chunk and MaxSim-score each chunk as
+        it arrives (early re-ranking). Once the ANN is done the final top n is known (``final_box``):
+        chunks not yet read are cut to the records still needed (no reads of candidates that left the
+        top n), and only needed records are scored."""
+        scores = [dict() for _ in owners]
+        n_read = 0
+
+        def issue(s):  # the next chunk's read, cut to what is still needed once that is known
+            c = union[s:s + self.chunk]
+            fin = final_box[0]
+            if fin is not None:
+                c = c[np.isin(c, fin[0])]
+            return c, (self.store.submit(c) if len(c) else None)
+
+        starts = list(range(0, len(union), self.chunk))
+        nxt = issue(starts[0]) if starts else None
+        for j in range(len(starts)):
+            c, f = nxt
+            # double buffering: the following chunk is in flight while this one is scored
+            nxt = issue(starts[j + 1]) if j + 1 < len(starts) else None
+            if f is None:
+                continue
+            dec = f.result()
+            n_read += len(c)
+            fin = final_box[0]
+            want = owners if fin is None else fin[1]
+            mine = [o[np.isin(o, c)] for o in want]
+            for sc, new in zip(scores, self._score(q_toks, mine, c, dec)):
+                sc.update(new)
+        if self.device == "cuda":
+            devices.synchronize()
+        return scores, time.perf_counter(), n_read
+
+    def _start_prefetch(self, q_cls, q_toks, Iq, Dq) -> "_Prefetch":
+        """Scan the first delta lists, then start the prefetch thread on the approximate top n (their
+        union in approximate-rank order: best candidates read first)."""
+        Da, Ia = ann.scan(self.index, q_cls, self.k, Iq[:, :self.delta], Dq[:, :self.delta])
+        owners = [a[a >= 0][: self.n] for a in Ia]
+        pre_sets = [set(map(int, o)) for o in owners]
+        union = _union_in_order(owners)
+        final_box: list = [None]  # the final per-query top n, published once the ANN is done
+        t_sub = time.perf_counter()
+        fut = self._early_pool.submit(self._early, union, owners, q_toks, final_box)
+        return _Prefetch(Da, Ia, owners, pre_sets, fut, t_sub, final_box)
+
+    def _search(self, q_cls, Iq, Dq, pf: "_Prefetch | None"):
+        """The rest of the ANN: all eta lists without the prefetcher, the remaining ones with it."""
+        if pf is None:
+            return ann.scan(self.index, q_cls, self.k, Iq, Dq)
+        if self.delta < self.nprobe:
+            Db, Ib = ann.scan(self.index, q_cls, self.k, Iq[:, self.delta:], Dq[:, self.delta:])
+            return ann.merge(pf.Da, pf.Ia, Db, Ib, self.k)
+        return pf.Da, pf.Ia
+
+    @staticmethod
+    def _misses(finals, pf: "_Prefetch | None") -> list[np.ndarray]:
+        """Each query's final top n not prefetched; with the prefetcher, the records it still needs are
+        published first, so it narrows its remaining reads."""
+        if pf is None:
+            return list(finals)
+        hit_owners = [f[np.isin(f, np.fromiter(p, np.int64, len(p)))] if p else f[:0]
+                      for f, p in zip(finals, pf.pre_sets)]
+        need = np.unique(np.concatenate(hit_owners)) if finals else np.zeros(0, np.int64)
+        pf.final_box[0] = (need, hit_owners)
+        return [f[~np.isin(f, np.fromiter(p, np.int64, len(p)))] if p else f for f, p in zip(finals, pf.pre_sets)]
+
+    def _rank(self, I, D, finals, early_scores, late) -> list[np.ndarray]:
+        """Merge the prefetcher's and the critical path's MaxSim scores with the CLS scores."""
+        rankings = []
+        for b in range(len(finals)):
+            bow = {**early_scores[b], **late[b]}
+            f = finals[b].tolist()
+            valid = I[b] >= 0
+            cls_s = dict(zip(I[b][valid].tolist(), D[b][valid].tolist()))
+            agg = dict(zip(f, combine(np.array([cls_s[d] for d in f], np.float32),
+                                      np.array([bow[d] for d in f], np.float32), self.w).tolist()))
+            rankings.append(partial_rerank(I[b][valid], D[b][valid], agg, self.n))
+        return rankings
+
     def run(self, q_cls: np.ndarray, q_toks: list[np.ndarray]) -> BatchResult:
         B = q_cls.shape[0]
-        cuda = self.device == "cuda"
         t = {"ann": 0.0, "prefetch_wait": 0.0, "crit_read": 0.0, "rerank": 0.0, "prefetch_io": 0.0}
         t0 = time.perf_counter()
         Dq, Iq = ann.coarse(self.index, q_cls, self.nprobe)
-        fut, pre_sets, t_sub, owners = None, [set() for _ in range(B)], 0.0, []
-        final_box: list = [None]  # the final per-query top n, published once the ANN is done
-        if self.delta is not None:
-            Da, Ia = ann.scan(self.index, q_cls, self.k, Iq[:, :self.delta], Dq[:, :self.delta])
-            owners = [a[a >= 0][: self.n] for a in Ia]
-            pre_sets = [set(map(int, o)) for o in owners]
-            if B:  # the union in approximate-rank order (best candidates read first)
-                cat = np.concatenate(owners)
-                _, first = np.unique(cat, return_index=True)
-                union = cat[np.sort(first)]
-            else:
-                union = np.zeros(0, np.int64)
-
-            t_sub = time.perf_counter()
-            # One background thread reads the approximate top n chunk by chunk and MaxSim-scores each
-            # chunk as it arrives (early re-ranking). Once the ANN is done the final top n is known:
-            # chunks not yet read are cut to the records still needed (no reads of candidates that
-            # left the top n), and only needed records are scored.
-            def early(union=union, owners=owners):
-                scores = [dict() for _ in range(B)]
-                n_read = 0
-
-                def issue(s):  # the next chunk's read, cut to what is still needed once that is known
-                    c = union[s:s + self.chunk]
-                    fin = final_box[0]
-                    if fin is not None:
-                        c = c[np.isin(c, fin[0])]
-                    return c, (self.store.submit(c) if len(c) else None)
-
-                starts = list(range(0, len(union), self.chunk))
-                nxt = issue(starts[0]) if starts else None
-                for j in range(len(starts)):
-                    c, f = nxt
-                    # double buffering: the following chunk is in flight while this one is scored
-                    nxt = issue(starts[j + 1]) if j + 1 < len(starts) else None
-                    if f is None:
-                        continue
-                    dec = f.result()
-                    n_read += len(c)
-                    fin = final_box[0]
-                    want = owners if fin is None else fin[1]
-                    mine = [o[np.isin(o, c)] for o in want]
-                    for sc, new in zip(scores, self._score(q_toks, mine, c, dec)):
-                        sc.update(new)
-                if cuda:
-                    devices.synchronize()
-                return scores, time.perf_counter(), n_read
-
-            fut = self._early_pool.submit(early)
-            if self.delta < self.nprobe:
-                Db, Ib = ann.scan(self.index, q_cls, self.k, Iq[:, self.delta:], Dq[:, self.delta:])
-                D, I = ann.merge(Da, Ia, Db, Ib, self.k)
-            else:
-                D, I = Da, Ia
-        else:
-            D, I = ann.scan(self.index, q_cls, self.k, Iq, Dq)
+        pf = self._start_prefetch(q_cls, q_toks, Iq, Dq) if self.delta is not None else None
+        D, I = self._search(q_cls, Iq, Dq, pf)
         t1 = time.perf_counter()
         t["ann"] = t1 - t0
         finals = [i[i >= 0][: self.n] for i in I]
-        early_scores = [dict() for _ in range(B)]
-        n_pre_read = 0
-        if fut is not None:
-            hit_owners = [f[np.isin(f, np.fromiter(p, np.int64, len(p)))] if p else f[:0]
-                          for f, p in zip(finals, pre_sets)]
-            need = np.unique(np.concatenate(hit_owners)) if B else np.zeros(0, np.int64)
-            final_box[0] = (need, hit_owners)  # published: the prefetcher narrows its remaining reads
-        miss_owners = [f[~np.isin(f, np.fromiter(p, np.int64, len(p)))] if p else f
-                       for f, p in zip(finals, pre_sets)]
+        miss_owners = self._misses(finals, pf)
         hits = sum(len(f) - len(m) for f, m in zip(finals, miss_owners))
         needed = sum(len(f) for f in finals)
         miss_union = np.unique(np.concatenate(miss_owners)) if B else np.zeros(0, np.int64)
@@ -156,25 +173,41 @@ class Retriever:
         t["crit_read"] = t2 - t1
         late = self._score(q_toks, miss_owners, miss_union, dec) if dec is not None else [dict() for _ in range(B)]
         t3 = time.perf_counter()
-        if fut is not None:
-            early_scores, t_done, n_pre_read = fut.result()
+        early_scores, n_pre_read = [dict() for _ in range(B)], 0
+        if pf is not None:
+            early_scores, t_done, n_pre_read = pf.fut.result()
             t["prefetch_wait"] = time.perf_counter() - t3
-            t["prefetch_io"] = t_done - t_sub
-        rankings = []
-        for b in range(B):
-            bow = {**early_scores[b], **late[b]}
-            f = finals[b].tolist()
-            valid = I[b] >= 0
-            cls_s = dict(zip(I[b][valid].tolist(), D[b][valid].tolist()))
-            agg = dict(zip(f, combine(np.array([cls_s[d] for d in f], np.float32),
-                                      np.array([bow[d] for d in f], np.float32), self.w).tolist()))
-            rankings.append(partial_rerank(I[b][valid], D[b][valid], agg, self.n))
-        if cuda:
+            t["prefetch_io"] = t_done - pf.t_sub
+        rankings = self._rank(I, D, finals, early_scores, late)
+        if self.device == "cuda":
             devices.synchronize()
         t4 = time.perf_counter()
         t["rerank"] = t4 - t2 - t["prefetch_wait"]
         t["total"] = t4 - t0
+        pre_sets = pf.pre_sets if pf is not None else []
         return BatchResult(rankings, I, t, hits=hits, needed=needed,
                            extra={"n_prefetched": int(sum(len(p) for p in pre_sets)),
                                   "n_crit_reads": int(len(miss_union)), "n_prefetch_reads": int(n_pre_read),
-                                  "approx_ids": owners})
+                                  "approx_ids": pf.owners if pf is not None else []})
+
+
+@dataclass
+class _Prefetch:
+    """The prefetcher of one batch: the approximate result, its per-query top n, the running thread."""
+
+    Da: np.ndarray
+    Ia: np.ndarray
+    owners: list[np.ndarray]
+    pre_sets: list[set]
+    fut: cf.Future
+    t_sub: float
+    final_box: list
+
+
+def _union_in_order(owners: list[np.ndarray]) -> np.ndarray:
+    """The union of the per-query lists, in order of first appearance."""
+    if not owners:
+        return np.zeros(0, np.int64)
+    cat = np.concatenate(owners)
+    _, first = np.unique(cat, return_index=True)
+    return cat[np.sort(first)]

@@ -1,0 +1,302 @@
+"""ESPN's rows of the claims ledger, from records only: the paper's headline claims (speed-up over mmap,
+over plain SSD reads, prefetch hit rate, MRR@10 kept by partial re-ranking, the batch thresholds of
+equation 4, memory saved) and the study's targets (``target-*``). Latency ratios are judged on per-query
+(or per-repeat) values with a bootstrap interval, never on means alone."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..core import claims, records
+from . import backends
+from . import paper_values as PV
+from .eq4 import ESPN_BATCH, eq4_table
+
+RECORDS = ("e2e", "hitrate", "iops", "batch", "quality")
+STUDY = "espn"
+PAPER_SCALE = "16.8 GB BOW table, 8.8M passages (MS MARCO v1)"
+N_BOOT = 2000  # bootstrap resamples per interval
+
+
+def _read(paths) -> pd.DataFrame:
+    frames = [records.read(p) for p in paths]
+    df = pd.concat(frames, ignore_index=True)
+    df.attrs["provenance"] = frames[0].attrs.get("provenance", {})
+    return df
+
+
+def _busy(df: pd.DataFrame) -> bool:
+    return bool(df["machine_busy"].any()) if "machine_busy" in df and len(df) else False
+
+
+def _scale(prov: dict) -> str:
+    b = prov.get("build", {})
+    return (f"{b.get('table_bytes', 0) / 1e6:.0f} MB table, {b.get('n_real', 0):,} passages + "
+            f"{b.get('n_filler', 0):,} synthetic records vs {PAPER_SCALE}")
+
+
+class E2E:
+    """The end-to-end records: per-query totals of a (disk, back end, budget)."""
+
+    def __init__(self, df: pd.DataFrame):
+        self.all = df.assign(ssd=df["ssd"].fillna("native") if "ssd" in df else "native")
+        self.ok = self.all[(self.all.phase == "measured") & (self.all.status == "ok")]
+        self.prov = df.attrs.get("provenance", {})
+
+    def rows(self, ssd, backend, budget) -> pd.DataFrame:
+        o = self.ok
+        return o[(o.ssd == ssd) & (o.backend == backend) & (o.budget == budget)]
+
+    def totals(self, ssd, backend, budget) -> np.ndarray:
+        return self.rows(ssd, backend, budget).total_s.to_numpy()
+
+    def half(self, ssd) -> str | None:
+        """The budget nearest half the table (the table at 2x its memory) run with mmap on ``ssd``."""
+        b = [x for x in self.ok[(self.ok.ssd == ssd) & (self.ok.backend == "mmap")].budget.unique() if x != "unlimited"]
+        return min(b, key=lambda x: abs(float(x) - 0.5)) if b else None
+
+    def source(self, ssd, budget) -> str:
+        s = set(self.ok[(self.ok.ssd == ssd) & (self.ok.budget == budget)].source)
+        return "emulated" if "emulated" in s else "measured"
+
+    def why_not(self, ssd) -> str:
+        d = self.all[(self.all.ssd == ssd) & (self.all.status != "ok")]
+        return str(d.reason.iloc[0]) if len(d) and "reason" in d else f"no {ssd} rows recorded"
+
+
+def _range(lo_hi) -> str:
+    return f"{lo_hi[0]:g}-{lo_hi[1]:g}x"
+
+
+def _ms(x) -> str:
+    return f"{np.median(x) * 1e3:.1f} ms" if len(x) else "not run"
+
+
+def _ratio_claim(e: E2E, cid, text, paper, ssd, num: str, den, *, threshold, direction=">=",
+                 extra="") -> claims.Claim:
+    """``median(num) / median(den)`` of per-query end-to-end latencies at the budget nearest half the
+    table on disk ``ssd``, with a bootstrap interval. ``den``: a back end, or (back end, disk, budget)."""
+    budget = e.half(ssd)
+    if budget is None:
+        return claims.claim(STUDY, cid, text + ("" if ssd == "native" else " (emulated SSD)"), paper, ours=None,
+                            source="not_run", unit="x", scale=_scale(e.prov), reason=f"not run: {e.why_not(ssd)}")
+    where = "" if ssd == "native" else \
+        f" (emulated SSD, blkio {int(e.ok[e.ok.ssd == ssd].ssd_read_iops.iloc[0]):,} read IOPS)"
+    dk, dssd, dbud = den if isinstance(den, tuple) else (den, ssd, budget)
+    a, b = e.totals(ssd, num, budget), e.totals(dssd, dk, dbud)
+    est, lo, hi = claims.ratio_ci(a, b, n_boot=N_BOOT)
+    rows = pd.concat([e.rows(ssd, num, budget), e.rows(dssd, dk, dbud)])
+    return claims.claim(
+        STUDY, cid, text + where, paper, ours=est, ci=(lo, hi), threshold=threshold, direction=direction, unit="x",
+        scale=f"budget {budget} of the table; {_scale(e.prov)}", source=e.source(ssd, budget),
+        reason=f"median per-query latency {num} {_ms(a)} / {dk} {_ms(b)} ({len(a)} and {len(b)} query "
+               f"runs, bootstrap 95% interval){extra}", machine_busy=_busy(rows))
+
+
+def _speedups(e: E2E) -> list[claims.Claim]:
+    out = []
+    for ssd, suffix in (("native", ""), ("emulated", "-emulated-ssd")):
+        if ssd == "emulated" and not (e.all.ssd == "emulated").any():
+            continue
+        out.append(_ratio_claim(e, f"speedup-vs-mmap{suffix}", "ESPN (direct + prefetch) is 3.1-3.9x faster than "
+                                "mmap end to end", _range(PV.SPEEDUP_VS_MMAP), ssd, "mmap", "direct_prefetch",
+                                threshold=PV.SPEEDUP_VS_MMAP[0]))
+        out.append(_ratio_claim(e, f"target-prefetch-3x-mmap{suffix}", "target: table at 2x its memory, direct + "
+                                "prefetch >= 3x faster than mmap", "(target)", ssd, "mmap", "direct_prefetch",
+                                threshold=3.0))
+        out.append(_ratio_claim(e, f"target-prefetch-not-slower-than-direct{suffix}", "target: direct + prefetch no "
+                                "slower than direct I/O without prefetching", "(target)", ssd, "direct_prefetch",
+                                "direct", threshold=1.0, direction="<="))
+    return out
+
+
+def _premise(e: E2E, io: pd.DataFrame, params) -> tuple[float, float, float, str]:
+    """Equation 4's premise of the 1.2x target: the prefetch budget (ANN time of the lists still to scan)
+    against the device time of one query's top-K reads at fio's IOPS (4 KiB units)."""
+    ok = io[io.status == "ok"]
+    qd = max(params["iops_depths"])
+    f = ok[(ok.tool == "fio") & (ok.qd == qd)].iops
+    bw_iops = float(f.median()) if len(f) else float(ok[(ok.tool == "espn-reader") & (ok.qd == qd)].iops.median())
+    mean_io = float(e.prov.get("build", {}).get("mean_io_size", 4096))
+    dev_s = params["k"] * mean_io / 4096 / bw_iops
+    ann = e.rows("native", "memory", "unlimited").ann_s.to_numpy()
+    est, lo, hi = claims.bootstrap_ci(ann * (1 - params["prefetch_step"]) / dev_s, n_boot=N_BOOT)
+    words = (f"prefetch budget {np.median(ann) * (1 - params['prefetch_step']) * 1e3:.2f} ms (cached ANN x "
+             f"{1 - params['prefetch_step']:.0%} of the lists) vs {dev_s * 1e3:.2f} ms of reads for the top "
+             f"{params['k']} at {'fio' if len(f) else 'reader'} QD {qd} IOPS")
+    return est, lo, hi, words
+
+
+def _cached(e: E2E, io, params) -> list[claims.Claim]:
+    est, lo, hi, words = _premise(e, io, params)
+    premise = claims.claim(STUDY, "target-eq4-premise", "premise of the 1.2x target (equation 4): the prefetch "
+                           "budget covers the device time of one query's reads", "(target premise)", ours=est,
+                           ci=(lo, hi), threshold=1.0, unit="queries", scale=_scale(e.prov), source="measured",
+                           reason=words, machine_busy=_busy(e.ok))
+    row = _ratio_claim(e, "target-within-1.2x-cached", "target: table at 2x its memory, direct + prefetch within "
+                       "1.2x of fully cached", f"{PV.RATIO_VS_CACHED}x (section 5.3)", "native", "direct_prefetch",
+                       ("memory", "native", "unlimited"), threshold=1.2, direction="<=",
+                       extra=f"; premise: {premise.verdict} ({words})")
+    return [row, premise]
+
+
+def _reader(io: pd.DataFrame, params) -> claims.Claim:
+    ok = io[io.status == "ok"]
+    qd = max(params["iops_depths"])
+    eng = backends.pick_engine(params["io_engine"]) if qd > 1 else "threadpool"
+    r = ok[(ok.tool == "espn-reader") & (ok.qd == qd) & (ok.engine == eng)].iops.to_numpy()
+    f = ok[(ok.tool == "fio") & (ok.qd == qd)].iops.to_numpy()
+    text = f"target: O_DIRECT reader ({eng}) >= 80% of fio's 4 KiB random-read IOPS at QD {qd}"
+    if not len(f):
+        why = io[io.tool == "fio"].reason.dropna()
+        return claims.claim(STUDY, "target-reader-vs-fio", text, "(target)", ours=None, source="not_run",
+                            verdict=claims.INCONCLUSIVE,  # a missing tool, not missing hardware
+                            reason=f"fio not run: {why.iloc[0] if len(why) else 'no rows'}")
+    est, lo, hi = claims.ratio_ci(r, f, n_boot=N_BOOT)
+    return claims.claim(STUDY, "target-reader-vs-fio", text, "(target)", ours=est, ci=(lo, hi), threshold=0.8,
+                        unit="of fio", scale="the embedding table file, same job", source="measured",
+                        reason=f"median {np.median(r):,.0f} vs {np.median(f):,.0f} IOPS over {len(r)} and {len(f)} "
+                               "repeats", machine_busy=_busy(io))
+
+
+def _hit_rates(h: pd.DataFrame, params) -> list[claims.Claim]:
+    if "corpus" not in h:
+        h = h.assign(corpus="full index")
+    prov, K = h.attrs.get("provenance", {}), params["k"]
+    out = []
+    for corpus, suffix in (("full index", ""), ("real passages only", "-real-passages")):
+        etas = sorted(h[h.corpus == corpus].nprobe.unique())  # nprobe values scaling to the same lists ran once
+        if not etas:
+            continue
+        eta = params["nprobe"] if params["nprobe"] in etas else etas[-1]
+        d = h[(h.corpus == corpus) & (h.nprobe == eta) & np.isclose(h.step, 0.3) & (h.rerank_n == K)]
+        if d.empty:
+            continue
+        est, lo, hi = claims.bootstrap_ci(d.hit_rate.to_numpy(), stat=np.mean, n_boot=N_BOOT)
+        docs = int(d.n_docs.iloc[0])
+        note = (f"{K / docs:.1%} of these {docs:,} records are the top K, against {K / PV.V1_PASSAGES:.3%} of the "
+                "paper's 8.8M; ") + ("most records are synthetic filler, so this rate describes the generator"
+                                     if corpus == "full index" and prov.get("build", {}).get("n_filler") else
+                                     f"nprobe {int(d.nprobe_used.iloc[0])} of {int(d.nlist.iloc[0])} lists")
+        out.append(claims.claim(
+            STUDY, f"hit-rate-over-90{suffix}", f"prefetch hit rate exceeds 90% at a 30% step ({corpus})",
+            "> 90% (v1, nprobe 1000/3000)", ours=est, ci=(lo, hi), threshold=0.9, unit="of top K",
+            scale=f"{docs:,} records, nprobe {eta}, top {K} vs 8.8M passages, nprobe 3000", source="measured",
+            reason=f"mean over {len(d)} queries, bootstrap 95% interval; {note}", machine_busy=_busy(d)))
+    return out
+
+
+def _mrr(q: pd.DataFrame, params) -> claims.Claim:
+    n, K = params["partial_rerank"], params["k"]
+    per = q[q.figure == "fig6-query"] if "figure" in q else q.iloc[:0]
+    text = f"re-ranking only the top {n} keeps 99.3-99.7% of MRR@10 (64-128)"
+    paper = f"{PV.MRR_KEPT[0]:.1%}-{PV.MRR_KEPT[1]:.1%}"
+    if per.empty or n not in set(per.rerank_n) or K not in set(per.rerank_n):
+        return claims.claim(STUDY, "mrr-kept-partial-rerank", text, paper, ours=None, source="not_run",
+                            reason=f"no per-query MRR@10 at n = {n} and n = K in the quality records")
+    a = per[per.rerank_n == n].set_index("query_id")["mrr@10"]
+    b = per[per.rerank_n == K].set_index("query_id")["mrr@10"].reindex(a.index).to_numpy()
+    a = a.to_numpy()
+    est, lo, hi = claims.bootstrap_ci(np.arange(len(a)),   # paired: resample queries
+                                      stat=lambda i: a[i.astype(int)].mean() / max(b[i.astype(int)].mean(), 1e-12),
+                                      n_boot=N_BOOT)
+    b_ = q.attrs.get("provenance", {}).get("build", {})
+    return claims.claim(STUDY, "mrr-kept-partial-rerank", text, paper, ours=est, ci=(lo, hi),
+                        threshold=PV.MRR_KEPT[0], unit="of MRR@10 at K", source="measured",
+                        scale=f"{len(a)} queries, encoder {b_.get('encoder')}, {b_.get('text_source') or 'text'} vs "
+                              "ColBERTer on MS MARCO v1 dev",
+                        reason=f"mean MRR@10 at n = {n}: {a.mean():.4f}, at K = {K}: {np.mean(b):.4f}; paired "
+                               "bootstrap over queries. A paper claim, not a target.", machine_busy=_busy(q))
+
+
+def _thresholds(b: pd.DataFrame, io: pd.DataFrame) -> list[claims.Claim]:
+    t = eq4_table(b, io)
+    out = []
+    for mode, paper in (("exact", PV.BATCH_THRESHOLD_EXACT), ("partial", PV.BATCH_THRESHOLD_PARTIAL)):
+        r = t[t.rerank == mode]
+        r = r[r.bandwidth_source.str.startswith("fio")] if r.bandwidth_source.str.startswith("fio").any() else r
+        cid = f"batch-threshold-{mode}"
+        text = f"equation 4: ESPN on par with DRAM up to batch {paper} ({'top K' if mode == 'exact' else 'top 64'})"
+        if r.empty:
+            out.append(claims.claim(STUDY, cid, text, str(paper), ours=None, source="not_run",
+                                    reason="no bandwidth measurement (iops records) to compute equation 4"))
+            continue
+        r = r.iloc[0]
+        knee = r.observed_knee_batch
+        knee_txt = f"first batch past {1.5}x memory: {int(knee)}" if knee == knee and knee is not None else \
+            f"no knee up to batch {r.max_batch_run}"
+        out.append(claims.claim(
+            STUDY, cid, text, str(paper), ours=r.threshold_eq4, unit="queries", source="measured",
+            verdict=claims.OUT_OF_REACH, scale=f"prefetch budget {r.prefetch_budget_ms:.2f} ms, {r.bw_MBps:.0f} MB/s "
+            f"({r.bandwidth_source}) vs {PV.PREFETCH_BUDGET_MS:.0f} ms and a PCIe 3.0 SSD at 8.8M passages",
+            reason=f"the threshold scales with the prefetch budget (the ANN time of the lists still to scan), which "
+                   f"is {PV.PREFETCH_BUDGET_MS / max(r.prefetch_budget_ms, 1e-9):.0f}x shorter at this scale; ours from equation 4 with "
+                   f"measured bandwidth and budget ({r.data_per_query_KB:.0f} KB per query); {knee_txt}",
+            machine_busy=_busy(b)))
+    return out
+
+
+def _ssd_reads(b: pd.DataFrame) -> claims.Claim:
+    """ESPN's critical-path access against plain direct reads (the GDS stand-in), exact re-ranking, at the
+    best batch size within the paper's limit of 12."""
+    m = b[(b.phase == "measured") & (b.rerank == "exact") & (b.batch <= PV.BATCH_THRESHOLD_EXACT)]
+    best = None
+    for B, g in m.groupby("batch"):
+        est, lo, hi = claims.ratio_ci(g[g.method.str.startswith("direct")].access_s, g[g.method == ESPN_BATCH].access_s,
+                                       n_boot=N_BOOT)
+        if best is None or est > best[1]:
+            best = (B, est, lo, hi, len(g) // 3)
+    text = "the prefetcher improves SSD-based embedding access over plain SSD reads up to 6.4x"
+    if best is None:
+        return claims.claim(STUDY, "speedup-vs-ssd-reads", text, _range(PV.ESPN_VS_GDS_ACCESS), ours=None, source="not_run",
+                            reason="no exact batch rows up to batch 12")
+    B, est, lo, hi, n = best
+    return claims.claim(
+        STUDY, "speedup-vs-ssd-reads", text, f"{_range(PV.ESPN_VS_GDS_ACCESS)} (batches <= 12)", ours=est,
+        ci=(lo, hi), threshold=PV.ESPN_VS_GDS_ACCESS[0],
+        unit="x", source="emulated", scale=f"batch {B} of {sorted(int(x) for x in m.batch.unique())}; prefetch budget "
+        f"{m.prefetch_budget_s.iloc[0] * 1e3:.2f} ms vs {PV.PREFETCH_BUDGET_MS:.0f} ms at 8.8M passages",
+        reason=f"critical-path access, direct reads / ESPN, median of {n} repeats at the best batch <= 12, bootstrap "
+               "interval; ESPN's reads overlap a prefetch budget emulated by a sleep (as the paper simulates)",
+        machine_busy=_busy(m))
+
+
+def _memory_saved(e: E2E) -> claims.Claim:
+    """Memory of the cached solution (ANN index + table) over ESPN's (ANN index + the peak of its memory
+    cgroup, page cache included) at the smallest budget."""
+    text = "offloading the re-ranking table to SSD cuts the memory needed 5-16x at near-memory latency"
+    bud = [x for x in e.ok[(e.ok.ssd == "native") & (e.ok.backend == "direct_prefetch")].budget.unique()]
+    rows = e.rows("native", "direct_prefetch", min(bud, key=float)) if bud else e.ok.iloc[:0]
+    if rows.empty or "cgroup_max_usage_bytes" not in rows or rows.cgroup_max_usage_bytes.isna().all():
+        return claims.claim(STUDY, "memory-saved", text, _range(PV.MEMORY_REDUCTION), ours=None, source="not_run",
+                            reason="needs the cgroup v1 memory cap (its peak usage is the memory ESPN needed)")
+    bld = e.prov.get("build", {})
+    ann, table = float(bld.get("ann_index_bytes", 0)), float(bld.get("table_bytes", 0))
+    peaks = rows.groupby("repeat").cgroup_max_usage_bytes.max().to_numpy(dtype=float)
+    ratios = (ann + table) / (ann + peaks)
+    est, lo, hi = float(np.median(ratios)), float(ratios.min()), float(ratios.max())
+    lat, llo, lhi = claims.ratio_ci(rows.total_s, e.totals("native", "memory", "unlimited"), n_boot=N_BOOT)
+    return claims.claim(
+        STUDY, "memory-saved", text, _range(PV.MEMORY_REDUCTION), ours=est, ci=(lo, hi),
+        threshold=PV.MEMORY_REDUCTION[0], unit="x", source=e.source(
+            "native", rows.budget.iloc[0]), scale=f"ANN index {ann / 1e6:.0f} MB + table {table / 1e6:.0f} MB vs "
+        "4.3 GB + 16.8 GB (MS MARCO v1)",
+        reason=f"(ANN + table) / (ANN + peak cgroup usage {np.median(peaks) / 1e6:.0f} MB) at budget "
+               f"{rows.budget.iloc[0]}, range over {len(peaks)} repeats; latency there {lat:.2f}x cached "
+               f"[{llo:.2f}, {lhi:.2f}] (paper {PV.RATIO_VS_CACHED}x)", machine_busy=_busy(rows))
+
+
+def build(inputs: dict[str, list[Path]], params: dict, profile: str) -> list[claims.Claim]:
+    e = E2E(_read(inputs["e2e"]))
+    io, b = _read(inputs["iops"]), _read(inputs["batch"])
+    rows = _speedups(e)
+    rows.append(_ssd_reads(b))
+    rows += _hit_rates(_read(inputs["hitrate"]), params)
+    rows.append(_mrr(_read(inputs["quality"]), params))
+    rows += _thresholds(b, io)
+    rows.append(_memory_saved(e))
+    rows.append(_reader(io, params))
+    rows += _cached(e, io, params)
+    return rows

@@ -1,0 +1,75 @@
+"""Reference for the O_DIRECT reader (the CPU stand-in for GPUDirect Storage, paper section 4.1): 4 KiB
+random-read IOPS of our reader and of fio on the embedding table, in the same job."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import numpy as np
+import pandas as pd
+
+from ...core import records
+from ...core.step import Context, Result
+from .. import aio, backends
+from . import common
+
+METHOD = ("4 KiB random reads, O_DIRECT, on the embedding table: our thread-pool preadv reader (wall clock "
+          "over n reads, after a warm-up batch) and fio (psync at QD 1, io_uring at higher QD, time based) "
+          "in the same job; our reader with both engines (thread pool of preadv; Linux native AIO) "
+          "interleaved.")
+
+
+def _reader_rows(table, qd, params, seed) -> list[dict]:
+    n = params["iops_reads"] if qd > 1 else max(1000, params["iops_reads"] // 8)
+    engines = ["threadpool"] + (["aio"] if qd > 1 and aio.available() else [])
+    rows = []
+    for rep in range(params["repeats"]):
+        for eng in engines:  # interleaved, so both see the same machine load
+            dt, v = backends.random_read_iops(table, n, qd, seed + rep, engine=eng)
+            rows.append({"tool": "espn-reader", "engine": eng, "qd": qd, "repeat": rep, "iops": v,
+                         "seconds": dt, "source": "measured", "status": "ok", "reason": ""})
+    return rows
+
+
+def _fio_once(fio, table, engine, qd, runtime, seed) -> tuple[str, subprocess.CompletedProcess]:
+    cmd = [fio, "--name=espn", f"--filename={table}", "--rw=randread", "--bs=4k", "--direct=1",
+           f"--ioengine={engine}", f"--iodepth={qd}", f"--runtime={runtime}", "--time_based", "--readonly",
+           "--output-format=json", f"--randseed={seed}"]
+    pr = subprocess.run(cmd, capture_output=True, text=True)
+    if pr.returncode != 0 and engine == "io_uring":
+        return _fio_once(fio, table, "libaio", qd, runtime, seed)
+    return engine, pr
+
+
+def _fio_rows(table, qd, params, seed) -> list[dict]:
+    fio = shutil.which("fio")
+    engine = "psync" if qd == 1 else "io_uring"
+    blank = {"tool": "fio", "qd": qd, "iops": np.nan, "seconds": np.nan, "source": "not_run"}
+    if fio is None:
+        return [{**blank, "engine": engine, "repeat": 0, "status": "not_run", "reason": "fio not installed"}]
+    rows = []
+    for rep in range(params["repeats"]):
+        engine, pr = _fio_once(fio, table, engine, qd, params["fio_runtime_s"], seed + rep)
+        try:
+            job = json.loads(pr.stdout)["jobs"][0]["read"]
+            rows.append({"tool": "fio", "engine": engine, "qd": qd, "repeat": rep, "iops": job["iops"],
+                         "seconds": job["runtime"] / 1000, "source": "measured", "status": "ok", "reason": ""})
+        except (ValueError, KeyError, IndexError):
+            rows.append({**blank, "engine": engine, "repeat": rep, "status": "failed",
+                         "reason": pr.stderr.strip()[-200:]})
+    return rows
+
+
+def iops(ctx: Context) -> Result:
+    """The ``iops`` step (input: build)."""
+    b = common.load_build(ctx.input("build"))
+    backends.evict_page_cache(b.table)
+    rows = []
+    for qd in ctx.params["iops_depths"]:
+        rows += _reader_rows(b.table, qd, ctx.params, ctx.seed)
+        rows += _fio_rows(b.table, qd, ctx.params, ctx.seed)
+    df = pd.DataFrame(rows)
+    ok = df[df.status == "ok"]
+    summ = records.summarize_runs(ok, ["tool", "qd"], "iops") if len(ok) else None
+    return Result(records=df, summary=summ, method=METHOD, provenance=common.provenance(b), **common.result_ids(b))

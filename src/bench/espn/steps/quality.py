@@ -1,0 +1,91 @@
+"""Figures 5 and 6 (paper sections 4.2, 4.4): recall@1000 of the CLS candidate list and ANN time against
+nprobe; MRR@10 / nDCG@10 after MaxSim re-ranking of only the top n candidates, normalised by re-ranking
+all K (also per query, for the claim's interval)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ...core import measure, records
+from ...core.step import Context, Result
+from .. import ann, backends
+from ..maxsim import resolve_device
+from ..pipeline import Retriever
+from . import common
+
+METHOD = ("Figure 5: recall@1000 of the CLS candidate list (ir_measures over the qrels) and per-query ANN "
+          "time (wall clock, median of repeats after warm-up) vs nprobe. Figure 6: MRR@10/nDCG@10 after "
+          "MaxSim re-ranking of the top n candidates (rest by CLS score), normalised by n = K; per-query "
+          "MRR@10 rows (figure = fig6-query) for the claim's bootstrap. Embeddings read from memory.")
+
+
+def run_frame(rankings, qids, doc_ids, n_real) -> pd.DataFrame:
+    """A TREC-style run: (query_id, doc_id, score) with synthetic filler records named as such."""
+    rows = []
+    for qid, r in zip(qids, rankings):
+        r = r[r >= 0]
+        for rank, d in enumerate(r):
+            did = doc_ids[d] if d < n_real else f"synthetic-{d}"
+            rows.append((qid, did, float(len(r) - rank)))
+    return pd.DataFrame(rows, columns=["query_id", "doc_id", "score"])
+
+
+def evaluate(run: pd.DataFrame, qrels: pd.DataFrame) -> tuple[dict[str, float], dict[str, float]]:
+    """Aggregate MRR@10, nDCG@10, R@1000, and MRR@10 per query."""
+    import ir_measures
+    from ir_measures import MRR, R, nDCG
+
+    q = qrels.astype({"query_id": str, "doc_id": str}).copy()
+    q["relevance"] = q["relevance"].astype(int)
+    agg = ir_measures.calc_aggregate([MRR @ 10, nDCG @ 10, R(rel=1) @ 1000], q, run)
+    per = {m.query_id: float(m.value) for m in ir_measures.iter_calc([MRR @ 10], q, run)}
+    return ({"mrr@10": float(agg[MRR @ 10]), "ndcg@10": float(agg[nDCG @ 10]),
+             "recall@1000": float(agg[R(rel=1) @ 1000])}, per)
+
+
+def _fig5(b: common.Build, params, qrels) -> list[dict]:
+    rows, K = [], params["k"]
+    for nprobe in params["nprobe_sweep"]:
+        if nprobe > b.index.nlist:
+            continue
+        _, I = ann.search(b.index, b.qc, nprobe, K)
+        m, _ = evaluate(run_frame(list(I), b.qids, b.meta["doc_ids"], b.meta["n_real"]), qrels)
+        nq = len(b.qc)
+        tm = measure.repeat(lambda: [ann.search(b.index, b.qc[i:i + 1], nprobe, K) for i in range(nq)],
+                            repeats=params["repeats"], warmup=1)
+        for r, t in enumerate(tm.runs):
+            rows.append({"figure": "fig5", "nprobe": nprobe, "rerank_n": 0, "repeat": r,
+                         "ann_time_s": t / nq, "warmup_s": tm.warmup[0] / nq, **m, "source": "measured"})
+    return rows
+
+
+def _fig6(b: common.Build, params, qrels) -> list[dict]:
+    rows, K = [], params["k"]
+    eta = min(params["nprobe"], b.index.nlist)
+    device = resolve_device(params["device"])
+    with backends.MemoryStore(b.table, b.off) as store:
+        for n in params["rerank_counts"]:
+            r = Retriever(b.index, store, K, eta, n, None, device, params["bow_weight"], params["prefetch_chunk"])
+            ranks = [r.run(b.qc[i:i + 1], [b.qt[i]]).rankings[0] for i in range(len(b.qc))]
+            m, per = evaluate(run_frame(ranks, b.qids, b.meta["doc_ids"], b.meta["n_real"]), qrels)
+            rows.append({"figure": "fig6", "nprobe": eta, "rerank_n": n, "repeat": 0, "ann_time_s": np.nan,
+                         "warmup_s": np.nan, **m, "source": "measured"})
+            rows += [{"figure": "fig6-query", "nprobe": eta, "rerank_n": n, "repeat": 0, "query_id": q,
+                      "mrr@10": v, "source": "measured"} for q, v in per.items()]
+    return rows
+
+
+def quality(ctx: Context) -> Result:
+    """The ``quality`` step (inputs: build, manifest)."""
+    from ...data import prepared
+
+    b = common.start(ctx)
+    qrels = prepared.load_text(ctx.input("manifest")).qrels
+    df = pd.DataFrame(_fig5(b, ctx.params, qrels) + _fig6(b, ctx.params, qrels))
+    f6 = df[df.figure == "fig6"]
+    base = f6.loc[f6.rerank_n == f6.rerank_n.max()]
+    for col in ("mrr@10", "ndcg@10"):
+        ref = float(base[col].iloc[0]) if len(base) else np.nan
+        df[f"norm_{col}"] = np.where(df.figure == "fig6", df[col] / ref if ref else np.nan, np.nan)
+    summ = records.summarize_runs(df[df.figure == "fig5"], ["nprobe"], "ann_time_s")
+    return Result(records=df, summary=summ, method=METHOD, provenance=common.provenance(b), **common.result_ids(b))

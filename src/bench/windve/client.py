@@ -1,0 +1,142 @@
+"""Client side of the WindVE measurements: the service as a child process (started, awaited on
+/health, always stopped with its whole process group) and the paper's closed loop (Section V-A3:
+C queries sent at once, the next batch only when all have answered)."""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+import aiohttp
+
+from bench.core.errors import BenchError
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM when the parent dies, even by SIGKILL (Linux prctl
+    PR_SET_PDEATHSIG), so a killed measurement never leaves its service behind."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)   # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover - not Linux/glibc
+        pass
+
+
+class ServiceProcess:
+    """``bench windve serve`` as a child in its own session; ``with`` waits for /health and always stops it."""
+
+    def __init__(self, args: list[str], port: int, host: str = "127.0.0.1", start_timeout_s: float = 120.0,
+                 env: dict | None = None):
+        self.url = f"http://{host}:{port}"
+        self.cmd = [sys.executable, "-m", "bench", "windve", "serve", "--host", host, "--port", str(port), *args]
+        self.start_timeout_s = start_timeout_s
+        self.env = env
+        self.proc: subprocess.Popen | None = None
+        self.started_s = float("nan")
+
+    def __enter__(self) -> "ServiceProcess":
+        self.start()
+        try:
+            self.wait_healthy()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def start(self) -> "ServiceProcess":
+        """Launch the child and return at once (work of the caller may overlap the model load)."""
+        self._log = tempfile.TemporaryFile()
+        self._t0 = time.perf_counter()
+        self.proc = subprocess.Popen(self.cmd, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
+                                     env={**os.environ, **(self.env or {})}, preexec_fn=_die_with_parent)
+        return self
+
+    def wait_healthy(self) -> None:
+        """Block until /health answers 200 (BenchError with the log's tail if the child dies or times out)."""
+        self._wait_healthy()
+        self.started_s = time.perf_counter() - self._t0
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def log_tail(self, n: int = 2000) -> str:
+        self._log.seek(0)
+        return self._log.read().decode(errors="replace")[-n:]
+
+    def _wait_healthy(self) -> None:
+        deadline = time.monotonic() + self.start_timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise BenchError(f"windve service exited with {self.proc.returncode} before /health:\n{self.log_tail()}")
+            try:
+                with urllib.request.urlopen(self.url + "/health", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                pass
+            time.sleep(0.1)
+        raise BenchError(f"windve service not healthy after {self.start_timeout_s:g} s:\n{self.log_tail()}")
+
+    def stop(self, grace_s: float = 10.0) -> None:
+        """SIGTERM to the service's process group, SIGKILL after ``grace_s``; idempotent."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(5)
+
+    def admin(self, **config) -> dict:
+        """POST /admin/config (synchronously; between measurements)."""
+        req = urllib.request.Request(self.url + "/admin/config", data=json.dumps(config).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return json.loads(r.read())
+        except urllib.error.HTTPError as exc:
+            raise BenchError(f"windve /admin/config refused {config}: {exc.read().decode()}") from None
+
+
+def session(timeout_s: float = 60.0) -> aiohttp.ClientSession:
+    """A client session with no connection cap (every concurrent query has its own connection)."""
+    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, force_close=False),
+                                 timeout=aiohttp.ClientTimeout(total=timeout_s))
+
+
+async def post_embed(sess: aiohttp.ClientSession, url: str, text: str) -> dict:
+    """One query to ``/embed``: status, device, latency (from this call's start) and the vector."""
+    t0 = time.perf_counter()
+    try:
+        async with sess.post(url + "/embed", json={"inputs": text, "normalize": True}) as r:
+            body = await r.read()
+            t1 = time.perf_counter()
+            vec = json.loads(body)[0] if r.status == 200 else None
+            return {"status": r.status, "device": r.headers.get("x-device", ""), "latency_s": t1 - t0,
+                    "dispatch_us": float(r.headers.get("x-dispatch-us", "nan")), "vector": vec,
+                    "retry_after": r.headers.get("Retry-After")}
+    except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+        return {"status": -1, "device": "", "latency_s": time.perf_counter() - t0, "dispatch_us": float("nan"),
+                "vector": None, "retry_after": None, "error": type(exc).__name__}
+
+
+async def closed_round(sess: aiohttp.ClientSession, url: str, texts: list[str]) -> list[dict]:
+    """One closed-loop batch: all ``texts`` sent at once; returns when every one has answered."""
+    return list(await asyncio.gather(*(post_embed(sess, url, t) for t in texts)))
+
+
+def round_texts(pool: list[str], c: int, offset: int) -> list[str]:
+    """``c`` texts for one round, cycling through the pool."""
+    return [pool[(offset + i) % len(pool)] for i in range(c)]

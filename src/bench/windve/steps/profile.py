@@ -1,0 +1,144 @@
+"""Step ``profile``: per-device closed-loop latency against concurrency (Figure 4), the regression's
+and the stress test's queue depths with their profiling-run counts (Table III), and the regression's
+depths against query length (Figure 5) and against the CPU instance's cores (Figure 6).
+
+The CPU instance is measured; the accelerator is the emulated one, whose law (equation 12) is set
+from the CPU fit measured here and each pair's paper ratios: its rows are ``source=emulated``.
+"""
+from __future__ import annotations
+
+import asyncio
+
+import pandas as pd
+
+from bench.core.step import Context, Result
+
+from .. import client, emulation, estimator
+from ..textgen import load_fast_tokenizer
+from .common import Clock, Pools, closed_level, level_stat, service
+
+BIG = 100_000   # queue depth while profiling one device: the closed loop, not the queue, bounds C
+
+
+class Profiler:
+    """Closed-loop measurements of one device configuration, with the rows they produce."""
+
+    def __init__(self, svc, sess, params: dict, rows: list[dict]):
+        self.svc, self.sess, self.p, self.rows = svc, sess, params, rows
+
+    async def level(self, pool, c: int, tags: dict, warm: bool) -> float:
+        got = await closed_level(self.sess, self.svc.url, pool, c, self.p["rounds"], 1 if warm else 0)
+        self.rows += [{"kind": "round", **tags, **r} for r in got]
+        return level_stat(got)
+
+    async def fit(self, pool, levels, tags: dict) -> estimator.LinearFit:
+        cs, ts = [], []
+        for i, c in enumerate(levels):
+            cs.append(c)
+            ts.append(await self.level(pool, c, {**tags, "purpose": "profile"}, warm=(i == 0)))
+        f = estimator.fit(cs, ts)
+        self.rows.append({"kind": "fit", **tags, "alpha": f.alpha, "beta": f.beta, "r2": f.r2, "runs": len(levels)})
+        return f
+
+    def predicted(self, f: estimator.LinearFit, tags: dict, device: str, runs: int) -> None:
+        for slo in self.p["slos_s"]:
+            row = {"kind": "depth", **tags, "method": "regression", "slo_s": slo, "runs": runs, "cannot_help": False}
+            try:
+                row["depth"] = estimator.predict_depth(f, slo, device=device)
+            except estimator.DeviceCannotMeetSlo as exc:
+                row.update(depth=0, cannot_help=True, reason=str(exc))
+            self.rows.append(row)
+
+    async def stress(self, pool, tags: dict) -> None:
+        seen: dict[int, float] = {}
+
+        async def measure(c: int) -> float:
+            if c not in seen:
+                seen[c] = await self.level(pool, c, {**tags, "purpose": "stress"}, warm=False)
+            return seen[c]
+
+        for slo in sorted(self.p["slos_s"]):
+            s = await estimator.stress_test(measure, slo, step=self.p["stress_step"], max_level=self.p["stress_max"])
+            self.rows.append({"kind": "depth", **tags, "method": "stress", "slo_s": slo, "depth": s.depth,
+                              "runs": s.runs, "cannot_help": s.depth == 0})
+
+
+async def _warm_emulated(prof: Profiler, pool: list[str]) -> None:
+    """The emulated device's embeddings of the pool, computed before its rounds (phase warmup)."""
+    for i in range(0, len(pool), 32):
+        async with prof.sess.post(prof.svc.url + "/embed", json={"inputs": pool[i:i + 32]}) as r:
+            await r.read()
+
+
+async def _device(prof: Profiler, pool, device: str, tags: dict, stress: bool) -> estimator.LinearFit:
+    prof.svc.admin(active=[device], depths={device: BIG})
+    if device == "emulated":
+        await _warm_emulated(prof, pool)
+    levels = prof.p["profile_levels" if tags["experiment"] == "base" else "scaling_levels"][
+        "cpu" if device == "cpu" else "accelerator"]
+    f = await prof.fit(pool, levels, tags)
+    prof.predicted(f, tags, "CPU" if device == "cpu" else "accelerator", len(levels))
+    if stress:
+        await prof.stress(pool, tags)
+    return f
+
+
+def _tags(experiment: str, device: str, pair: str | None, tokens: int, threads: int) -> dict:
+    return {"experiment": experiment, "device": device, "pair": pair or "", "query_tokens": tokens,
+            "cpu_threads": threads, "source": "emulated" if device == "emulated" else "measured"}
+
+
+async def _run(svc, p: dict, pools: Pools, rows: list[dict]) -> dict:
+    info = svc.admin()
+    threads = info["cpu_threads"]
+    base = p["query_tokens"]
+    laws = {}
+    async with client.session() as sess:
+        prof = Profiler(svc, sess, p, rows)
+        cpu = await _device(prof, pools(base), "cpu", _tags("base", "cpu", None, base, threads), stress=True)
+        for pair in p["pairs"]:
+            law = emulation.emulated_law(cpu.alpha, cpu.beta, pair)
+            laws[pair] = {"alpha": law.alpha, "beta": law.beta}
+            svc.admin(emulated_law=laws[pair])
+            await _device(prof, pools(base), "emulated", _tags("base", "emulated", pair, base, threads), stress=True)
+        await _lengths(prof, pools, p, threads)
+        await _cores(prof, pools, p, threads)
+    return laws
+
+
+async def _lengths(prof: Profiler, pools: Pools, p: dict, threads: int) -> None:
+    """Figure 5: regression depths of both devices at each query length (first pair)."""
+    pair = p["pairs"][0]
+    for n in p["lengths"]:   # every length measured alike (same levels, one after another)
+        f = await _device(prof, pools(n), "cpu", _tags("length", "cpu", None, n, threads), stress=False)
+        prof.svc.admin(emulated_law=vars(emulation.emulated_law(f.alpha, f.beta, pair)))
+        await _device(prof, pools(n), "emulated", _tags("length", "emulated", pair, n, threads), stress=False)
+
+
+async def _cores(prof: Profiler, pools: Pools, p: dict, threads: int) -> None:
+    """Figure 6: the CPU's regression depths against the CPU instance's thread count (cores)."""
+    for n in p["cpu_cores"]:
+        prof.svc.admin(cpu_threads=n)
+        await _device(prof, pools(p["query_tokens"]), "cpu", _tags("cores", "cpu", None, p["query_tokens"], n),
+                      stress=False)
+    prof.svc.admin(cpu_threads=threads)
+
+
+def profile(ctx: Context) -> Result:
+    p, clock, rows = ctx.params, Clock(), []
+    pools = Pools(load_fast_tokenizer(p.get("model")), p["text_pool"], ctx.seed)
+    with service(p, p["pairs"][0]) as svc:
+        started = svc.started_s
+        laws = asyncio.run(_run(svc, p, pools, rows))
+        info = svc.admin()
+    df = pd.DataFrame(rows)
+    method = ("Closed loop (Section V-A3) against `bench windve serve` on 127.0.0.1: C queries of exact token "
+              "length sent at once over HTTP (/embed), the next round only when all answered; a level's latency "
+              "is the median over rounds of each round's slowest query. Per device (the other queue off): "
+              "latency at the profile levels, fit t = alpha*C + beta (alpha, beta >= 0, NNLS), predicted depth "
+              "per SLO; stress test in steps of 8 until the SLO fails. The accelerator is EMULATED: its law is "
+              "this run's CPU fit times the pair's paper ratios (alpha 0.21 / 0.12; beta 0.27/0.32, 0.24/0.85); "
+              "it answers with the real model's embeddings. Figures 5/6: regression depths per query length "
+              "and per CPU-instance thread count.")
+    prov = {"emulated_laws": laws, "service_info": info, "service_start_s": started, "step_wall_s": clock()}
+    return Result(records=df, method=method, provenance=prov)

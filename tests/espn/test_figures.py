@@ -1,0 +1,79 @@
+"""Every registered ESPN figure renders from small synthetic records, with no legend over data
+(BENCH_STRICT_FIGURES=1, set by tests/conftest.py, makes an overlap an error), and says what was measured."""
+from __future__ import annotations
+
+import os
+
+import pandas as pd
+import pytest
+
+from bench.espn import figures
+
+from .fake_records import write_all
+
+def _draw(name, inputs, folder):
+    out = folder / f"{name}.png"
+    written = figures.FIGURES.draw(name, {k: inputs[k] for k in figures.FIGURES.records_of(name)}, out)
+    assert out.stat().st_size > 0 and out.with_suffix(".pdf").exists() and out.with_suffix(".caption.rst") in written
+    return out
+
+
+@pytest.fixture(scope="module")
+def recs_ok(tmp_path_factory):
+    return write_all(tmp_path_factory.mktemp("espn-ok"), "ok")
+
+
+@pytest.fixture(scope="module")
+def e2e_not_run(tmp_path_factory):
+    """The e2e figures drawn with the emulated SSD not run (not root): folder of outputs."""
+    folder = tmp_path_factory.mktemp("espn-not-run")
+    inputs = write_all(folder, "not_run")
+    _draw("tables45", inputs, folder)
+    return folder
+
+
+def test_strict_figures_on():
+    assert os.environ.get("BENCH_STRICT_FIGURES") == "1"
+
+
+@pytest.mark.parametrize("name", list(figures.FIGURES))
+def test_every_figure_renders(name, recs_ok):
+    folder = recs_ok["e2e"][0].parent
+    _draw(name, recs_ok, folder)
+
+
+def test_emulated_ssd_rows_labelled_measured_and_apart(recs_ok):
+    folder = recs_ok["e2e"][0].parent
+    if not (folder / "tables45.csv").exists():
+        _draw("tables45", recs_ok, folder)
+    tab = pd.read_csv(folder / "tables45.csv")
+    assert not tab.backend.str.contains("not measured").any()
+    assert tab.backend.str.contains("paper Table 4: ESPN \\(GDS\\)").any()  # the paper's own series name
+    assert not tab.backend.str.contains("paper.*direct I/O").any()
+    emu = tab[tab.backend.str.contains("measured on an emulated SSD", na=False)]
+    assert len(emu) == 3 and emu["0.50"].max() > 200  # ms; the native mmap row stays ~75 ms
+    assert tab[tab.backend == figures.BACKEND_NAMES["mmap"]]["0.50"].iloc[0] == pytest.approx(75, rel=0.1)
+    cap = (folder / "tables45.caption.rst").read_text()
+    assert "measured on an emulated SSD" in cap and "GDS" in cap
+
+
+def test_emulated_ssd_not_run_is_blank_with_its_reason(e2e_not_run):
+    tab = pd.read_csv(e2e_not_run / "tables45.csv")
+    assert not tab.backend.str.contains("measured on an emulated SSD").any()  # none was measured
+    emu = tab[tab.backend.str.contains("emulated SSD: not run")]
+    assert len(emu) == 3 and emu["0.50"].isna().all() and emu.note.str.contains("not root").all()
+    swap = tab[tab.backend == figures.BACKEND_NAMES["vm_swap"]]
+    assert swap.empty or "no swap" in swap.note.iloc[0]
+
+
+def test_fig6_caption_names_encoder_and_synthetic_text(recs_ok):
+    folder = recs_ok["e2e"][0].parent
+    if not (folder / "fig6.caption.rst").exists():
+        _draw("fig6", recs_ok, folder)
+    cap = (folder / "fig6.caption.rst").read_text()
+    assert "word-hash" in cap and "synthetic text" in cap
+
+
+def test_a_figure_reads_only_its_record_kinds(recs_ok, tmp_path):
+    with pytest.raises(ValueError, match="reads record kind"):
+        figures.FIGURES.draw("eq4", {"batch": recs_ok["batch"]}, tmp_path / "x.png")

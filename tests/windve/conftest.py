@@ -1,0 +1,73 @@
+"""Fixtures of the WindVE tests: one MiniLM encoder per session, and the service running on
+127.0.0.1 in a background thread (a real HTTP server), always stopped when the test ends."""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+
+import pytest
+
+TEST_LAW = {"alpha": 0.002, "beta": 0.01}   # emulated accelerator law for the tests (s/query, s)
+
+
+@pytest.fixture(scope="session")
+def encoder():
+    from bench.windve.model import Encoder
+
+    return Encoder()
+
+
+@contextlib.contextmanager
+def running(svc):
+    """Serve ``svc`` on a free 127.0.0.1 port in a thread; yields the base URL; stops it on exit."""
+    from aiohttp import web
+
+    from bench.windve.service import make_app
+    from bench.windve.settings import free_port
+
+    port = free_port()
+    loop = asyncio.new_event_loop()
+    runner = web.AppRunner(make_app(svc), access_log=None, handle_signals=False)
+    ready = threading.Event()
+
+    def main():
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(runner.setup())
+        loop.run_until_complete(web.TCPSite(runner, "127.0.0.1", port, backlog=1024).start())
+        ready.set()
+        loop.run_forever()
+        loop.run_until_complete(runner.cleanup())
+        loop.close()
+
+    th = threading.Thread(target=main, daemon=True)
+    th.start()
+    try:
+        assert ready.wait(30), "service did not start"
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        th.join(30)
+
+
+@pytest.fixture
+def serve_windve(encoder):
+    """``serve_windve(**config)`` -> (url, service); every server started is stopped at teardown."""
+    from bench.windve.service import EmbeddingService
+    from bench.windve.settings import ServiceConfig
+
+    with contextlib.ExitStack() as stack:
+        def start(**kw):
+            kw.setdefault("emulate", "v100-xeon")
+            kw.setdefault("emulated_alpha", TEST_LAW["alpha"])
+            kw.setdefault("emulated_beta", TEST_LAW["beta"])
+            svc = EmbeddingService(ServiceConfig(**kw), encoder=encoder)
+            return stack.enter_context(running(svc)), svc
+        yield start
+
+
+def cosine(a, b) -> float:
+    import numpy as np
+
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))

@@ -1,0 +1,74 @@
+# WindVE: the embedding service with CPU offload of peak queries (accelerator emulated here).
+# profile (Figure 4, Table III, Figures 5/6) -> serving (Tables I/II, overload, utilisation, overhead,
+# open loop) -> figures -> claims. Each measurement rule starts `bench windve serve` on 127.0.0.1,
+# waits for /health, measures over HTTP and stops it (also when the step fails).
+WINDVE = config["windve"]
+
+if WINDVE["enabled"]:
+    WINDVE_FIGS = figure_registry("windve")
+    WINDVE_RECORDS = {"profile": [f"{RESULTS}/windve/profile.parquet"],
+                      "serving": [f"{RESULTS}/windve/serving.parquet"]}
+
+    rule windve_profile:
+        output:
+            WINDVE_RECORDS["profile"][0],
+        params:
+            p=as_json(WINDVE),
+            run=RUN_ARGS,
+        threads: workflow.cores  # timed: nothing runs beside it
+        benchmark:
+            f"{BENCHMARKS}/windve/profile.tsv"
+        shell:
+            "{BENCH} windve measure profile --out {output} {params.run} --params {params.p:q}"
+
+    rule windve_serving:
+        input:
+            profile=WINDVE_RECORDS["profile"][0],
+        output:
+            WINDVE_RECORDS["serving"][0],
+        params:
+            p=as_json(WINDVE),
+            run=RUN_ARGS,
+        threads: workflow.cores
+        benchmark:
+            f"{BENCHMARKS}/windve/serving.tsv"
+        shell:
+            "{BENCH} windve measure serving --input profile={input.profile} --out {output} {params.run} "
+            "--params {params.p:q}"
+
+    rule windve_figure:
+        input:
+            unpack(lambda wc: pick(WINDVE_RECORDS, WINDVE_FIGS.records_of(wc.name))),
+        output:
+            png=report(f"{FIGURES}/windve/{{name}}.png", caption="report/windve/figure.rst", category="WindVE"),
+            pdf=f"{FIGURES}/windve/{{name}}.pdf",
+        params:
+            records=lambda wc, input: records_arg(input),
+        wildcard_constraints:
+            name="|".join(WINDVE_FIGS),
+        benchmark:
+            f"{BENCHMARKS}/windve/figure_{{name}}.tsv"
+        shell:
+            "{BENCH} windve figure {wildcards.name} {params.records} --out {output.png}"
+
+    rule windve_claims:
+        input:
+            unpack(lambda wc: pick(WINDVE_RECORDS, claims_records("windve"))),
+        output:
+            f"{RESULTS}/windve/claims.parquet",
+            f"{RESULTS}/windve/claims.md",
+        params:
+            records=lambda wc, input: records_arg(input),
+            p=as_json(WINDVE),
+        benchmark:
+            f"{BENCHMARKS}/windve/claims.tsv"
+        shell:
+            "{BENCH} windve claims {params.records} --profile {PROFILE} --params {params.p:q} --out {output[0]}"
+
+    CLAIMS["windve"] = rules.windve_claims.output[0]
+    TARGETS["windve"] = [
+        *expand(f"{FIGURES}/windve/{{name}}.png", name=list(WINDVE_FIGS)),
+        *WINDVE_RECORDS["profile"],
+        *WINDVE_RECORDS["serving"],
+        *rules.windve_claims.output,
+    ]
