@@ -1,183 +1,201 @@
 # Chameleon: IVF-PQ search configurations (Figure 9, throughput, Table 5), the torch PQ scan target,
 # the FPGA performance model, the approximate priority queue (Figures 7, 8), disaggregated memory
-# nodes over TCP, RALM serving (Figures 10, 11, 12) and the targets summary.
+# nodes over TCP, RALM serving (Figures 10, 11, 12) and the claims rows.
+# data -> build (index) -> measure STEP -> figure NAME (registry) -> claims; every value goes through params:.
 CHAM = config["chameleon"]
 CHAM_R = f"{RESULTS}/chameleon"
 CHAM_F = f"{FIGURES}/chameleon"
 CHAM_B = f"{BENCHMARKS}/chameleon"
-CHAM_P = as_json(CHAM)
 
 
 def cham_index(name):
     return f"{DATA}/{PROFILE}/indexes/chameleon/{name}.faiss"
 
 
+def cham_index_params(dataset):
+    """What the index of one dataset depends on: a change elsewhere in the section does not rebuild it."""
+    return as_json({"datasets": [dataset], "pq_m": {dataset: CHAM["pq_m"][dataset]},
+                    **{k: CHAM[k] for k in ("nlist", "train_size", "nprobe", "k")}})
+
+
 if CHAM["enabled"]:
     CHAM_DS = list(CHAM["datasets"])
-    _cham_needed = set(CHAM_DS) | {CHAM["queue"]["dataset"], CHAM["nodes"]["dataset"]}
-    if CHAM["ralm"]["enabled"]:
-        _cham_needed |= set(CHAM["ralm"]["datasets"].values())
-    require_datasets("chameleon", sorted(_cham_needed))
-    for _n in sorted(_cham_needed):
-        if _n not in CHAM["datasets"]:
-            raise ValueError(f"config: chameleon uses dataset {_n!r} that chameleon.datasets does not list (it needs m)")
+    CHAM_RALM = CHAM["ralm"]["enabled"]
+    CHAM_RALM_DS = dict(CHAM["ralm"]["datasets"]) if CHAM_RALM else {}
+    _cham_needed = sorted(set(CHAM_DS) | {CHAM["queue"]["dataset"], CHAM["nodes"]["dataset"]}
+                          | set(CHAM_RALM_DS.values()))
+    require_datasets("chameleon", _cham_needed)
+    _cham_no_m = [n for n in _cham_needed if n not in CHAM["pq_m"]]
+    if _cham_no_m:
+        raise ValueError(f"config: chameleon uses dataset(s) {_cham_no_m} without a PQ m in chameleon.pq_m "
+                         f"(given: {sorted(CHAM['pq_m'])})")
+    CHAM_FIGS = figure_registry("chameleon")
+    # record kind -> record sets: what the figure and claims rules read
+    CHAM_RECORDS = {
+        "search": expand(f"{CHAM_R}/search_{{d}}.parquet", d=CHAM_DS),
+        "scan": expand(f"{CHAM_R}/scan_{{d}}.parquet", d=CHAM_DS),
+        "model": [f"{CHAM_R}/model.parquet"],
+        "queue": [f"{CHAM_R}/queue.parquet"],
+        "nodes": [f"{CHAM_R}/nodes.parquet"],
+        "energy": [f"{CHAM_R}/energy.parquet"],
+    }
+    if CHAM_RALM:
+        CHAM_RECORDS["ralm"] = [f"{CHAM_R}/ralm.parquet"]
+    # figures whose record kinds this profile produces (RALM figures need ralm.enabled)
+    CHAM_FIG_NAMES = [n for n in CHAM_FIGS if set(CHAM_FIGS.records_of(n)) <= set(CHAM_RECORDS)]
+    CHAM_CLAIM_KINDS = [*claims_records("chameleon"), *(["ralm"] if CHAM_RALM else [])]
 
     wildcard_constraints:
         cham_ds="[A-Za-z0-9_.-]+",
 
-    rule chameleon_index:
+    rule chameleon_build:
         input:
             manifest=dataset_manifest("{cham_ds}"),
         output:
-            f"{DATA}/{PROFILE}/indexes/chameleon/{{cham_ds}}.faiss",
+            cham_index("{cham_ds}"),
+        params:
+            p=lambda wc: cham_index_params(wc.cham_ds),
+            run=RUN_ARGS,
         threads: workflow.cores
         benchmark:
             f"{CHAM_B}/index_{{cham_ds}}.tsv"
         shell:
-            "{BENCH} chameleon index --manifest {input.manifest} --dataset {wildcards.cham_ds} --out {output} "
-            "--seed {SEED} --threads {THREADS} --params {CHAM_P:q}"
+            "{BENCH} chameleon build --input manifest={input.manifest} --dataset {wildcards.cham_ds} "
+            "--out {output} {params.run} --params {params.p:q}"
 
-    rule chameleon_search:
+    rule chameleon_measure_dataset:
+        # search (Figure 9, throughput) and scan (the torch scan target), one dataset each
         input:
             manifest=dataset_manifest("{cham_ds}"),
             index=cham_index("{cham_ds}"),
         output:
-            f"{CHAM_R}/search_{{cham_ds}}.parquet",
+            f"{CHAM_R}/{{cham_step}}_{{cham_ds}}.parquet",
+        params:
+            p=as_json(CHAM),
+            run=RUN_ARGS,
+        wildcard_constraints:
+            cham_step="search|scan",
         threads: workflow.cores  # measured: nothing else runs beside it
         benchmark:
-            f"{CHAM_B}/search_{{cham_ds}}.tsv"
+            f"{CHAM_B}/{{cham_step}}_{{cham_ds}}.tsv"
         shell:
-            "{BENCH} chameleon search --manifest {input.manifest} --index {input.index} --dataset {wildcards.cham_ds} "
-            "--out {output} {RUN_ARGS} --params {CHAM_P:q}"
-
-    rule chameleon_scan:
-        input:
-            manifest=dataset_manifest("{cham_ds}"),
-            index=cham_index("{cham_ds}"),
-        output:
-            f"{CHAM_R}/scan_{{cham_ds}}.parquet",
-        threads: workflow.cores
-        benchmark:
-            f"{CHAM_B}/scan_{{cham_ds}}.tsv"
-        shell:
-            "{BENCH} chameleon scan --manifest {input.manifest} --index {input.index} --dataset {wildcards.cham_ds} "
-            "--out {output} {RUN_ARGS} --params {CHAM_P:q}"
+            "{BENCH} chameleon measure {wildcards.cham_step} --input manifest={input.manifest} "
+            "--input index={input.index} --dataset {wildcards.cham_ds} --out {output} {params.run} "
+            "--params {params.p:q}"
 
     rule chameleon_model:
         input:
-            [cham_index(d) for d in CHAM_DS],
+            index=[cham_index(d) for d in CHAM_DS],
         output:
             f"{CHAM_R}/model.parquet",
         params:
-            idx=" ".join(f"{d}={cham_index(d)}" for d in CHAM_DS),
+            p=as_json(CHAM),
+            run=RUN_ARGS,
+            idx=lambda wc, input: " ".join(f"--input index={i}" for i in input.index),
         benchmark:
             f"{CHAM_B}/model.tsv"
         shell:
-            "{BENCH} chameleon model --out {output} --index {params.idx} {RUN_ARGS} --params {CHAM_P:q}"
+            "{BENCH} chameleon measure model {params.idx} --out {output} {params.run} --params {params.p:q}"
 
     rule chameleon_queue:
+        # Figures 7, 8: analytic model and the queue simulated on the real PQ distances of queue.dataset
         input:
             manifest=dataset_manifest(CHAM["queue"]["dataset"]),
             index=cham_index(CHAM["queue"]["dataset"]),
         output:
             f"{CHAM_R}/queue.parquet",
+        params:
+            p=as_json(CHAM),
+            run=RUN_ARGS,
+            ds=CHAM["queue"]["dataset"],
         benchmark:
             f"{CHAM_B}/queue.tsv"
         shell:
-            "{BENCH} chameleon queue --manifest {input.manifest} --index {input.index} --out {output} "
-            "{RUN_ARGS} --params {CHAM_P:q}"
+            "{BENCH} chameleon measure queue --input manifest={input.manifest} --input index={input.index} "
+            "--dataset {params.ds} --out {output} {params.run} --params {params.p:q}"
 
     rule chameleon_nodes:
+        # disaggregated memory nodes over TCP of nodes.dataset (timed, plus the fault-handling check rows)
         input:
             manifest=dataset_manifest(CHAM["nodes"]["dataset"]),
             index=cham_index(CHAM["nodes"]["dataset"]),
         output:
             f"{CHAM_R}/nodes.parquet",
         params:
+            p=as_json(CHAM),
+            run=RUN_ARGS,
             ds=CHAM["nodes"]["dataset"],
-        threads: workflow.cores
+        threads: workflow.cores  # measured: nothing else runs beside it
         benchmark:
             f"{CHAM_B}/nodes.tsv"
         shell:
-            "{BENCH} chameleon nodes --manifest {input.manifest} --index {input.index} --dataset {params.ds} "
-            "--out {output} {RUN_ARGS} --params {CHAM_P:q}"
+            "{BENCH} chameleon measure nodes --input manifest={input.manifest} --input index={input.index} "
+            "--dataset {params.ds} --out {output} {params.run} --params {params.p:q}"
 
     rule chameleon_energy:
         input:
-            expand(f"{CHAM_R}/search_{{d}}.parquet", d=CHAM_DS),
+            search=CHAM_RECORDS["search"],
         output:
             f"{CHAM_R}/energy.parquet",
+        params:
+            p=as_json(CHAM),
+            run=RUN_ARGS,
+            search=lambda wc, input: " ".join(f"--input search={s}" for s in input.search),
         benchmark:
             f"{CHAM_B}/energy.tsv"
         shell:
-            "{BENCH} chameleon energy --search {input} --out {output} {RUN_ARGS} --params {CHAM_P:q}"
+            "{BENCH} chameleon measure energy {params.search} --out {output} {params.run} --params {params.p:q}"
 
-    CHAM_SEARCH = expand(f"{CHAM_R}/search_{{d}}.parquet", d=CHAM_DS)
-    CHAM_SCAN = expand(f"{CHAM_R}/scan_{{d}}.parquet", d=CHAM_DS)
-    CHAM_FIGS = {
-        "fig7": [f"{CHAM_R}/queue.parquet"],
-        "fig8": [f"{CHAM_R}/queue.parquet"],
-        "fig9": CHAM_SEARCH,
-        "throughput": CHAM_SEARCH,
-        "table5": [f"{CHAM_R}/energy.parquet"],
-        "model": [f"{CHAM_R}/model.parquet"],
-        "scan": CHAM_SCAN,
-        "nodes": [f"{CHAM_R}/nodes.parquet"],
-    }
-    if CHAM["ralm"]["enabled"]:
+    if CHAM_RALM:
         rule chameleon_ralm:
             input:
-                manifests=[dataset_manifest(d) for d in sorted(set(CHAM["ralm"]["datasets"].values()))],
-                indexes=[cham_index(d) for d in sorted(set(CHAM["ralm"]["datasets"].values()))],
+                **{f"manifest_{s}": dataset_manifest(d) for s, d in CHAM_RALM_DS.items()},
+                **{f"index_{s}": cham_index(d) for s, d in CHAM_RALM_DS.items()},
             output:
                 f"{CHAM_R}/ralm.parquet",
             params:
-                m=" ".join(f"{d}={dataset_manifest(d)}" for d in sorted(set(CHAM["ralm"]["datasets"].values()))),
-                i=" ".join(f"{d}={cham_index(d)}" for d in sorted(set(CHAM["ralm"]["datasets"].values()))),
+                p=as_json(CHAM),
+                run=RUN_ARGS,
+                inputs=lambda wc, input: " ".join(f"--input {k}={v}" for k, v in input.items()),
             threads: workflow.cores
             benchmark:
                 f"{CHAM_B}/ralm.tsv"
             shell:
-                "{BENCH} chameleon ralm --manifest {params.m} --index {params.i} --out {output} "
-                "{RUN_ARGS} --params {CHAM_P:q}"
-
-        CHAM_FIGS["fig10"] = [f"{CHAM_R}/ralm.parquet"]
-        CHAM_FIGS["fig11"] = [f"{CHAM_R}/ralm.parquet"]
-        CHAM_FIGS["fig12"] = [f"{CHAM_R}/ralm.parquet"]
+                "{BENCH} chameleon measure ralm {params.inputs} --out {output} {params.run} --params {params.p:q}"
 
     rule chameleon_figure:
         input:
-            records=lambda wc: CHAM_FIGS[wc.fig],
-            extra=lambda wc: CHAM_SEARCH if wc.fig == "fig12" else [],
+            unpack(lambda wc: pick(CHAM_RECORDS, CHAM_FIGS.records_of(wc.name))),
         output:
-            report(f"{CHAM_F}/{{fig}}.png", caption="report/chameleon/figure.rst", category="Chameleon"),
-            f"{CHAM_F}/{{fig}}.pdf",
+            png=report(f"{CHAM_F}/{{name}}.png", caption="report/chameleon/figure.rst", category="Chameleon"),
+            pdf=f"{CHAM_F}/{{name}}.pdf",
         params:
-            extra=lambda wc, input: f"--extra {' '.join(input.extra)}" if input.extra else "",
+            records=lambda wc, input: records_arg(input),
         wildcard_constraints:
-            fig="|".join(CHAM_FIGS),
+            name="|".join(CHAM_FIGS),
         benchmark:
-            f"{CHAM_B}/figure_{{fig}}.tsv"
+            f"{CHAM_B}/figure_{{name}}.tsv"
         shell:
-            "{BENCH} chameleon figure {wildcards.fig} --records {input.records} {params.extra} --out {output[0]}"
+            "{BENCH} chameleon figure {wildcards.name} {params.records} --out {output.png}"
 
-    rule chameleon_targets:
+    rule chameleon_claims:
         input:
-            scan=CHAM_SCAN,
-            model=f"{CHAM_R}/model.parquet",
-            queue=f"{CHAM_R}/queue.parquet",
-            nodes=f"{CHAM_R}/nodes.parquet",
+            unpack(lambda wc: pick(CHAM_RECORDS, CHAM_CLAIM_KINDS)),
         output:
-            report(f"{CHAM_R}/targets.csv", caption="report/chameleon/targets.rst", category="Chameleon"),
-            f"{CHAM_R}/targets.md",
+            f"{CHAM_R}/claims.parquet",
+            f"{CHAM_R}/claims.md",
+        params:
+            records=lambda wc, input: records_arg(input),
+            p=as_json(CHAM),
         benchmark:
-            f"{CHAM_B}/targets.tsv"
+            f"{CHAM_B}/claims.tsv"
         shell:
-            "{BENCH} chameleon targets --scan {input.scan} --model {input.model} --queue {input.queue} "
-            "--nodes {input.nodes} --out {output[0]}"
+            "{BENCH} chameleon claims {params.records} --profile {PROFILE} --params {params.p:q} --out {output[0]}"
 
+    CLAIMS["chameleon"] = rules.chameleon_claims.output[0]
     TARGETS["chameleon"] = [
-        *expand(f"{CHAM_F}/{{fig}}.png", fig=list(CHAM_FIGS)),
-        *expand(f"{CHAM_F}/{{fig}}.pdf", fig=list(CHAM_FIGS)),
-        f"{CHAM_R}/targets.csv",
+        *expand(f"{CHAM_F}/{{name}}.png", name=CHAM_FIG_NAMES),
+        *expand(f"{CHAM_F}/{{name}}.pdf", name=CHAM_FIG_NAMES),
+        *[p for paths in CHAM_RECORDS.values() for p in paths],
+        *rules.chameleon_claims.output,
     ]

@@ -22,7 +22,7 @@ def sift_like(n: int = 20_000, nq: int = 200, seed: int = 0):
 
 @functools.lru_cache(maxsize=None)
 def ivfpq(nlist: int = 128, m: int = 16):
-    from bench.ivf_recall import index
+    from bench.ann import ivf as index
 
     xb, _, _ = sift_like()
     return index.build(xb, nlist, m, seed=0)

@@ -78,13 +78,12 @@ class FPGAModel:
 
     def track_latency_points_within_20pct(self):
         """Share of the authors' uncalibrated FPGA latency medians (all batch sizes) the model hits within 20%."""
-        import tempfile
-
         from bench.chameleon import runner
-        from bench.core import config as cfgmod, records
+        from bench.core import config as cfgmod
+        from bench.core.step import Context
 
-        with tempfile.TemporaryDirectory() as d:
-            df = records.read(runner.model(cfgmod.validate_section("chameleon", {}), f"{d}/model.parquet", "asv", 0))
+        ctx = Context("chameleon", "model", cfgmod.validate_section("chameleon", {}), "asv", 0, 1, "unused")
+        df = runner.STEPS["model"](ctx).records
         lat = df[(df.kind == "latency_ms") & ~df.calibration]
         return float((lat.rel_error.abs() <= 0.2).mean())
 

@@ -9,7 +9,7 @@ import torch
 from bench.chameleon import pqscan
 from bench.core import measure
 from bench.data import synthetic
-from bench.ivf_recall import index as ivf
+from bench.ann import ivf
 
 K, NPROBE = 100, 32
 

@@ -22,12 +22,12 @@ def test_cpu_torch_fpga_return_the_same_neighbours(small_index):
 
 
 def test_fpga_latency_carries_the_calibrated_host_cost(small_index):
-    from bench.chameleon import runner
+    from bench.chameleon import fpga_model
     from bench.core import config as core_config
 
     index, _, xq = small_index
     params = core_config.validate_section("chameleon", {})
-    host = runner.host_path(params)
+    host = fpga_model.host_path(params)
     assert host.fixed_s > 0
     o = configs.make("fpga-cpu", index, 4, 1, host_fixed_s=host.fixed_s).search(xq, 20)
     p = o.parts

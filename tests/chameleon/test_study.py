@@ -1,12 +1,10 @@
-"""Paper values, the model/queue steps and their figures, the CLI wiring (no shared files read)."""
-import copy
-
+"""Paper values, the schema, the model/queue steps, the claims rows, the CLI wiring (no shared files read)."""
 import pandas as pd
 import pytest
 
-from bench.chameleon import figures, paper_values, runner
-from bench.core import config as cfgmod, records
-
+from bench.chameleon import claims, paper_values, runner
+from bench.core import claims as core_claims, config as cfgmod, records
+from bench.core.step import Context, execute
 
 
 @pytest.fixture(scope="module")
@@ -16,6 +14,10 @@ def params():
     return p
 
 
+def _run(step, params, out, inputs=None):
+    return execute(Context("chameleon", step, params, "test", 1, 1, out, inputs or {}), runner.STEPS[step])
+
+
 def test_paper_values_load_from_the_package():
     lat = paper_values.latency()
     assert {"dataset", "arch", "batch_size", "median_ms", "config"} <= set(lat)
@@ -23,58 +25,96 @@ def test_paper_values_load_from_the_package():
     assert paper_values.arch_config("8CPU-1GPU").startswith("cpu-gpu")
     assert paper_values.arch_config("2FPGA-1GPU") == "fpga-gpu" and paper_values.arch_nodes("2FPGA-1GPU") == 2
     assert len(paper_values.energy()) == 24 and not paper_values.ralm().empty
+    assert not hasattr(paper_values, "MODELS")
 
 
 def test_schema_defaults_and_bad_config():
     p = cfgmod.validate_section("chameleon", {})
-    assert p["nprobe"] == 32 and p["k"] == 100 and p["datasets"]["syn-1024"]["m"] == 64
-    with pytest.raises(cfgmod.ConfigError):
-        cfgmod.validate_section("chameleon", {"nprobe": 0})
-    with pytest.raises(cfgmod.ConfigError):
-        cfgmod.validate_section("chameleon", {"configs": ["tpu"]})
+    assert p["nprobe"] == 32 and p["k"] == 100 and p["pq_m"]["syn-1024"] == 64
+    assert p["datasets"] == ["sift-like", "deep-like", "syn-512", "syn-1024"]
+    for bad in ({"nprobe": 0}, {"configs": ["tpu"]}, {"datasets": {"sift-like": {"m": 16}}}, {"pq_m": {"x": 0}}):
+        with pytest.raises(cfgmod.ConfigError):
+            cfgmod.validate_section("chameleon", bad)
 
 
-def test_model_and_queue_steps_and_figures(tmp_path, params):
-    out = runner.model(params, tmp_path / "model.parquet", "test", 1)
-    df = records.read(out)
+def test_a_dataset_without_pq_m_is_refused_before_work():
+    from bench.chameleon.steps_search import index_params
+
+    p = cfgmod.validate_section("chameleon", {"datasets": ["mine"], "pq_m": {}})
+    with pytest.raises(cfgmod.ConfigError, match="pq_m"):
+        index_params(p, "mine", 1000)
+
+
+def test_model_and_queue_steps(tmp_path, params):
+    df = records.read(_run("model", params, tmp_path / "model.parquet"))
     assert df[df.calibration].rel_error.abs().max() < 1e-6
-    assert (df.source == "modelled").all()
-    q = runner.queue(params, tmp_path / "queue.parquet", "test", 1)
-    qd = records.read(q)
-    f8 = qd[qd.figure == "fig8"]
-    assert (f8.dropna(subset=["authors"]).analytic_one_queue_per_unit
-            == f8.dropna(subset=["authors"]).authors).all()
-    for name in ("fig7", "fig8"):
-        getattr(figures, name)([q], tmp_path / f"{name}.png")
-        assert (tmp_path / f"{name}.png").exists() and (tmp_path / f"{name}.pdf").exists()
-    figures.model([out], tmp_path / "model.png")
-    assert (tmp_path / "model.caption.rst").read_text().count("modelled")
+    assert (df.source == "modelled").all() and "machine_busy" in df
+    assert "MODELLED" in df.attrs["provenance"]["method"]
+    qd = records.read(_run("queue", params, tmp_path / "queue.parquet"))
+    f8 = qd[qd.figure == "fig8"].dropna(subset=["authors"])
+    assert (f8.analytic_one_queue_per_unit == f8.authors).all()
 
 
 def test_model_covers_every_archived_fpga_point(tmp_path, params):
-    df = records.read(runner.model(params, tmp_path / "model.parquet", "test", 1))
+    df = records.read(_run("model", params, tmp_path / "model.parquet"))
     lat, thr = paper_values.latency(), paper_values.throughput()
     assert (df.kind == "latency_ms").sum() == (lat.n_fpga > 0).sum()      # every batch size, no subset
     assert (df.kind == "qps").sum() == (thr.n_fpga > 0).sum()
     assert df.calibration.sum() == 3                                       # reference + two batch-1 latencies
     val = df[~df.calibration]
     assert (val[val.kind == "qps"].rel_error.abs() <= 0.2).all()           # the throughput fit is kept
-    row = figures._model_target(df, val)
-    assert f"all {(thr.n_fpga > 0).sum()} FPGA throughput points" in row["target"]
-    assert f"all {(lat.n_fpga > 0).sum() - 2} FPGA latency medians" in row["target"]
-    assert row["passed"] == bool((val.rel_error.abs() <= 0.2).all())
-    rows = figures._latency_breakdown(val)
-    assert any(r["target"].startswith("(evidence)") for r in rows) and all(r["passed"] is None for r in rows)
 
 
-def test_cli_registers_the_study():
+EXPECTED = {"fpga-cpu-vs-cpu-latency", "fpga-gpu-vs-cpu-latency", "energy-efficiency", "ralm-latency-vs-cpu-gpu",
+            "ralm-throughput-vs-cpu-gpu", "queue-identical-topk", "cpu-gpu-vs-cpu-latency",
+            "target-torch-scan-within-2x", "target-scan-gbps-per-core", "target-torch-scan-identical",
+            "target-model-within-20pct", "target-queue-l1-lengths", "target-nodes-identical",
+            "check-nodes-fault-handling"}
+
+
+def test_claims_rows_from_records(study_records, study_params, tmp_path):
+    rows = claims.build({k: study_records[k] for k in (*claims.RECORDS, "ralm")}, study_params, "t")
+    df = core_claims.frame(rows).set_index("claim_id")
+    assert set(df.index) == EXPECTED
+    assert df.loc["fpga-cpu-vs-cpu-latency", "source"] == "modelled"
+    assert df.loc["fpga-cpu-vs-cpu-latency", "verdict"] == core_claims.NEEDS_HARDWARE
+    assert df.loc["fpga-cpu-vs-cpu-latency", "ci_low"] <= df.loc["fpga-cpu-vs-cpu-latency", "ours"]
+    for cid in ("fpga-gpu-vs-cpu-latency", "ralm-latency-vs-cpu-gpu", "ralm-throughput-vs-cpu-gpu"):
+        assert df.loc[cid, "source"] == "not_run" and pd.isna(df.loc[cid, "ours"])
+    assert df.loc["target-nodes-identical", "ours"] == 1.0
+    assert df.loc["target-queue-l1-lengths", "verdict"] == core_claims.REPRODUCED
+    gb = df.loc["target-scan-gbps-per-core"]
+    assert gb.verdict != "report" and gb.threshold == 1.0 and gb.ci_low <= gb.ours <= gb.ci_high
+    assert "1B" in df.loc["fpga-cpu-vs-cpu-latency", "scale"]
+    core_claims.write(rows, tmp_path / "claims.parquet", {"profile": "t"})
+    assert "target-scan-gbps-per-core" in (tmp_path / "claims.md").read_text()
+
+
+def test_claims_without_ralm_say_not_run(study_records, study_params):
+    rows = claims.build({k: study_records[k] for k in claims.RECORDS}, study_params, "t")
+    r = {c.claim_id: c for c in rows}["ralm-latency-vs-cpu-gpu"]
+    assert r.source == "not_run" and "disabled" in r.reason
+
+
+def test_nodes_checks_are_record_rows(study_records):
+    df = records.read(study_records["nodes"][0])
+    chk = df[df.kind == "check"]
+    assert len(chk) == 4 and chk.passed.all() and "checks" not in df.attrs["provenance"]
+
+
+def test_cli_registers_the_study_with_the_standard_verbs():
     from bench.cli import build_parser
 
-    p = build_parser()
-    a = p.parse_args(["chameleon", "figure", "fig7", "--records", "x.parquet", "--out", "y.png"])
+    p = build_parser(["chameleon"])
+    a = p.parse_args(["chameleon", "figure", "fig7", "--records", "queue=x.parquet", "--out", "y.png"])
     assert a.name == "fig7"
-    with pytest.raises(SystemExit):
-        p.parse_args(["chameleon", "figure", "nope", "--records", "x", "--out", "y.png"])
+    a = p.parse_args(["chameleon", "measure", "nodes", "--input", "manifest=m", "--input", "index=i", "--out", "o",
+                      "--profile", "t", "--seed", "1", "--threads", "1", "--params", "{}"])
+    assert a.step == "nodes"
+    for bad in (["chameleon", "figure", "nope", "--records", "x=y", "--out", "y.png"],
+                ["chameleon", "targets", "--out", "x"]):
+        with pytest.raises(SystemExit):
+            p.parse_args(bad)
 
 
 def test_energy_meter_without_counters_reports_none():

@@ -12,5 +12,10 @@ Modules (each says which part of the paper it implements):
 - ``energy``: energy per query (Table 5).
 - ``paper_values``: the authors' archived values (``paper_data/``).
 
+The study contract (docs/adding-a-study.md): ``runner.STEPS`` maps the measurement steps to the step
+modules ``steps_search`` (index, Figure 9, throughput, the scan target), ``steps_model``, ``steps_queue``,
+``steps_nodes`` and ``steps_ralm`` (RALM, Table 5); ``figures.FIGURES`` is the figure registry
+(``figures``, ``figures_search``, ``figures_ralm``); ``claims`` builds the ledger rows; ``cli`` the verbs.
+
 This package imports neither torch nor faiss at import time, so memory-node processes start fast.
 """

@@ -21,7 +21,7 @@ puts the coarse quantizer on the GPU. CUDA configurations are chosen at run time
 
 ``search(xq, k)`` returns a :class:`SearchOutput` whose ``seconds`` is the batch latency: wall-clock
 (``bench.core.measure.Timer``, CUDA synchronised) for measured configurations; measured coarse time
-plus the authors' per-batch host fixed cost (calibrated, ``runner.host_path``) plus the performance
+plus the authors' per-batch host fixed cost (calibrated, ``fpga_model.host_path``) plus the performance
 model's node time for the FPGA ones.
 """
 from __future__ import annotations
@@ -229,7 +229,7 @@ class FPGA(SearchConfig):
         self.n_nodes = n_nodes
         if host_fixed_s < 0:
             raise ConfigError(f"host fixed cost must be >= 0 s, got {host_fixed_s}")
-        self.host_fixed_s = float(host_fixed_s)  # modelled per-batch host cost (runner.host_path)
+        self.host_fixed_s = float(host_fixed_s)  # modelled per-batch host cost (fpga_model.host_path)
 
     def search(self, xq, k):
         x = np.ascontiguousarray(xq, dtype=np.float32)

@@ -170,3 +170,44 @@ def calibrate_host(node: FPGANode, gpu_batch1_s: float, cpu_batch1_s: float, n_v
         raise ConfigError(f"host calibration impossible: fixed {fixed * 1e3:.3f} ms, CPU index scan "
                           f"{cpu_idx * 1e3:.3f} ms")
     return HostPath(fixed_s=fixed, cpu_centroid_gbps=nlist * dim * 4 / cpu_idx / 1e9, cpu_gflops=cpu_gflops)
+
+
+# --------------------------------------------------------------------------- the nodes the study uses
+def fpga_node(params: dict, m: int, freq_mhz: float | None = None) -> FPGANode:
+    """The node model for PQ ``m`` at ``freq_mhz`` (default: the profile's clock), its per-list overhead
+    calibrated on the authors' reference point (SIFT m=32 build, 10,000 queries in 12.69 s at 117 MHz)."""
+    from . import paper_values
+
+    f = params["fpga"]
+    ref = paper_values.FPGA_REFERENCE
+    kw = dict(channels=f["channels"], axi_bytes=f["axi_bytes"], rtt_s=f["rtt_us"] * 1e-6, link_gbps=f["link_gbps"])
+    cal = calibrate(ref["m"], ref["freq_mhz"], ref["n_vectors"], ref["nlist"], ref["nprobe"],
+                    ref["n_queries"], ref["seconds"], **kw)
+    return FPGANode(m=m, freq_mhz=f["freq_mhz"] if freq_mhz is None else freq_mhz,
+                    list_overhead_cycles_per_subspace=cal.list_overhead_cycles_per_subspace, **kw)
+
+
+def paper_node(params: dict, index: str) -> FPGANode:
+    """The node of one of the authors' builds (``IVF...,PQ<m>``), at that build's clock."""
+    from . import paper_values
+
+    m = int(index.split("PQ")[1])
+    return fpga_node(params, m, paper_values.BUILD_FREQ_MHZ.get(m, paper_values.PAPER_FREQ_MHZ))
+
+
+def host_path(params: dict) -> HostPath:
+    """The per-batch host cost of the authors' FPGA systems (their coordinator, host software and pipeline
+    fill/drain), calibrated on their RALM-S batch-1 latencies (``LATENCY_CALIBRATION``). Added to our own
+    fpga-* latencies so that they carry the same fixed cost as the paper's measurements (modelled)."""
+    from . import paper_values
+
+    lat = paper_values.latency()
+    lc = paper_values.LATENCY_CALIBRATION
+
+    def point(arch):
+        return lat[(lat.dataset == lc["dataset"]) & (lat.arch == arch) & (lat.batch_size == lc["batch_size"])].iloc[0]
+
+    g1, c1 = point(lc["gpu_arch"]), point(lc["cpu_arch"])
+    return calibrate_host(paper_node(params, g1["index"]), g1.median_ms / 1e3, c1.median_ms / 1e3,
+                          paper_values.paper_n_vectors(lc["dataset"]), paper_values.PAPER_NLIST,
+                          int(g1.nprobe), paper_values.paper_dim(lc["dataset"]), int(g1.n_fpga))

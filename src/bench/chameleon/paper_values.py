@@ -36,17 +36,6 @@ LATENCY_CALIBRATION = {"dataset": "RALM-S1000M", "batch_size": 1, "gpu_arch": "1
                        "cpu_arch": "1FPGA-8CPU"}
 # Clock of each FPGA build: the m=32 build ran at 117 MHz, the others at the paper's 140 MHz.
 BUILD_FREQ_MHZ = {16: 140.0, 32: 117.0, 64: 140.0}
-# Table 2 models (the paper's sizes).
-MODELS = {
-    "Dec-S": {"arch": "dec", "d_model": 512, "layers": 24, "heads": 8, "k": 100, "intervals": [1]},
-    "Dec-L": {"arch": "dec", "d_model": 1024, "layers": 96, "heads": 16, "k": 100, "intervals": [1]},
-    "EncDec-S": {"arch": "encdec", "d_model": 512, "layers": 24, "enc_layers": 2, "heads": 8, "k": 10,
-                 "intervals": [8, 64, 512]},
-    "EncDec-L": {"arch": "encdec", "d_model": 1024, "layers": 96, "enc_layers": 2, "heads": 16, "k": 10,
-                 "intervals": [8, 64, 512]},
-}
-
-
 def arch_config(arch: str) -> str:
     """The authors' arch name -> our configuration name."""
     if "FPGA" in arch:

@@ -106,6 +106,8 @@ def _data_points(ax):
 
 def legend_overlaps(fig) -> list[str]:
     """Legends whose box covers plotted data (line segments, points, bars) in any axes of ``fig``."""
+    from matplotlib.transforms import Bbox
+
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     legends = list(fig.legends) + [a.get_legend() for a in fig.axes if a.get_legend() is not None]
@@ -113,10 +115,13 @@ def legend_overlaps(fig) -> list[str]:
     for leg in legends:
         box = leg.get_window_extent(renderer).shrunk(0.98, 0.98)
         for ax in fig.axes:
+            area = ax.get_window_extent(renderer)      # only what is drawn: clip to the axes
             pts = _data_points(ax)
+            pts = pts[(pts[:, 0] >= area.x0) & (pts[:, 0] <= area.x1) & (pts[:, 1] >= area.y0) & (pts[:, 1] <= area.y1)]
             inside = ((pts[:, 0] > box.x0) & (pts[:, 0] < box.x1) & (pts[:, 1] > box.y0) & (pts[:, 1] < box.y1))
-            bars = (pa.get_window_extent(renderer) for pa in ax.patches)
-            if inside.any() or any(bb.width > 0 and bb.height > 0 and box.overlaps(bb) for bb in bars):
+            bars = (Bbox.intersection(pa.get_window_extent(renderer), area) for pa in ax.patches)
+            if inside.any() or any(bb is not None and bb.width > 0 and bb.height > 0 and box.overlaps(bb)
+                                   for bb in bars):
                 first = leg.texts[0].get_text() if leg.texts else ""
                 found.append(f"legend '{leg.get_title().get_text() or first}' covers data in panel '{ax.get_title()}'")
                 break
