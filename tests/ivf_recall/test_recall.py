@@ -58,7 +58,8 @@ def test_figure_from_records_only(built, monkeypatch):
         written = figures.FIGURES.draw(name, {"recall": [out]}, tmp / f"{name}.png")
         assert {p.suffix for p in written} == {".png", ".pdf", ".rst"}
     rows = claims.build({"recall": [out]}, PARAMS, "t")
-    assert [r.verdict for r in rows] == [core_claims.REPRODUCED]
+    # deterministic premise: reproduced, unless the quiet check saw other work on the machine
+    assert rows[0].verdict == (core_claims.INCONCLUSIVE if rows[0].machine_busy else core_claims.REPRODUCED)
 
 
 def test_bad_parameters(built):

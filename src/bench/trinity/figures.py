@@ -1,0 +1,225 @@
+"""Trinity's figures, drawn from records only: Figure 1 (roofline), Figure 2 (placements, modelled), and the
+study's first evaluation of the paper's mechanisms (recall against queries/s, latency against load static vs
+continuous, lane utilisation, the scheduler's policies). The paper has no evaluation, so no paper value is
+drawn; its Figures 1 and 2 are qualitative."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from ..core import plotting, records
+from ..core.figures import Registry
+from . import roofline
+
+FIGURES = Registry()
+NO_PAPER = "The paper reports no measured values (no evaluation section), so none is drawn."
+
+
+def _read(paths) -> pd.DataFrame:
+    frames = [records.read(p) for p in paths]
+    df = pd.concat(frames, ignore_index=True)
+    df.attrs["provenance"] = frames[0].attrs.get("provenance", {})
+    return df
+
+
+def _measured(df: pd.DataFrame) -> pd.DataFrame:
+    return df[df.phase == "measured"] if "phase" in df else df
+
+
+@FIGURES.figure("fig1_roofline", records=("roofline",), title="Figure 1: utilisation against batch size")
+def fig1_roofline(inputs: dict[str, list[Path]], out_png: Path) -> list[Path]:
+    plotting.apply_style()
+    df = _measured(_read(inputs["roofline"]))
+    col = plotting.colors(df.stage.unique())
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(15, 4.2), layout="constrained")
+    notes = []
+    for stage, g in df.groupby("stage"):
+        m = g.groupby("x").agg(u=("u", "median"), lo=("u", "min"), hi=("u", "max"), w=("work_per_s", "median"))
+        f = roofline.fit(m.index, m.u)
+        lbl = f"{stage}: X_sat={f['x_sat']:.3g},\nalpha={f['alpha']:.2f}, knee={f['x_knee']:.3g}"
+        a1.errorbar(m.index, m.u, yerr=[m.u - m.lo, m.hi - m.u], marker="o", ls="none", color=col[stage], label=lbl)
+        xs = np.geomspace(m.index.min(), m.index.max(), 100)
+        a1.plot(xs, roofline.u_model(xs, f["u_max"], f["x_sat"], f["alpha"]), color=col[stage], lw=1.2, ls="--")
+        a2.plot(m.index, m.w / m.w.max(), marker="o", color=col[stage], label=f"_{stage}")
+        notes.append(f"{stage}: u_max={f['u_max']:.3g}, X_sat={f['x_sat']:.3g}, alpha={f['alpha']:.2f}, "
+                     f"knee={f['x_knee']:.3g}")
+    a1.set(xscale="log", yscale="log", xlabel="batch size X (queries Q for search, sequences B for prefill/decode)",
+           ylabel="u = FLOP/s / peak FLOP/s", title="utilisation; dashed: fit min(u_max, (X/X_sat)^alpha)")
+    a2.set(xscale="log", xlabel="batch size X", ylabel="throughput / its maximum",
+           title="throughput per stage (search: distance tasks/s; LM: tokens/s)")
+    handles, labels = a1.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside right upper", fontsize="small")
+    prov = df.attrs["provenance"]
+    cap = (f"Figure 1 of Trinity measured on this machine ({prov.get('cpu_model', 'CPU')}, device "
+           f"{df.device.iloc[0]}): the extend engine (one extend with Q busy slots), and prefill/decode of the shared "
+           f"small random-weight transformer. Utilisation is a CPU proxy (achieved FLOP/s over a measured GEMM peak "
+           f"{df.peak_flops.iloc[0] / 1e9:.1f} GFLOP/s); points: median of the timed runs, bars min-max. Fits: "
+           + "; ".join(notes) + ". " + NO_PAPER)
+    return plotting.save(fig, out_png, cap)
+
+
+@FIGURES.figure("fig2_placement", records=("placement",), title="Figure 2: three placements (modelled)")
+def fig2_placement(inputs: dict[str, list[Path]], out_png: Path) -> list[Path]:
+    plotting.apply_style()
+    df = _read(inputs["placement"])
+    col = plotting.colors(df.placement.unique())
+    fig, axes = plt.subplots(1, 4, figsize=(15, 4), layout="constrained")
+    panels = [("search_devices", "search devices"), ("search_util", "search utilisation u(Q)"),
+              ("prefill_latency_s", "prefill retrieval latency (ms)"), ("llm_gpus", "GPUs left for the LLM")]
+    for ax, (colname, title) in zip(axes, panels):
+        for name, g in df.groupby("placement"):
+            y = g[colname] * (1e3 if colname.endswith("_s") else 1)
+            ax.plot(g.load_x_device, y, marker="o", color=col[name], label=plotting.label_source(name, "modelled"))
+        ax.set(xscale="log", xlabel="retrievals/s (x one device's throughput at its knee)", title=title)
+        ticks = sorted(df.load_x_device.round(3).unique())
+        ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+        ax.minorticks_off()
+    plotting.legend_below(fig, ncol=3)
+    cap = ("Figure 2 of Trinity as an analytic model (modelled, not measured): coupled (one search device per LLM "
+           "server), co-located with prefill, and an independent pool sized at the knee of the measured search "
+           f"roofline. Assumptions: {df.assumptions.iloc[0]}. Missing points: the placement is overloaded at that "
+           "load. " + NO_PAPER)
+    return plotting.save(fig, out_png, cap)
+
+
+@FIGURES.figure("recall_qps", records=("recall",), title="recall@k against queries/s")
+def recall_qps(inputs: dict[str, list[Path]], out_png: Path) -> list[Path]:
+    plotting.apply_style()
+    df = _read(inputs["recall"])
+    m = df[(df.phase == "measured") & (df.source == "measured")]
+    rcol = [c for c in m if c.startswith("recall_at_")][0]
+    datasets = sorted(m.dataset.unique())
+    col = plotting.colors(m.system.unique())
+    fig, axes = plt.subplots(1, len(datasets), figsize=(5.5 * len(datasets) + 2, 4.2), layout="constrained",
+                             squeeze=False)
+    for ax, ds in zip(axes[0], datasets):
+        for sysname, g in m[m.dataset == ds].groupby("system"):
+            s = g.groupby("value").agg(qps=("qps", "median"), lo=("qps", "min"), hi=("qps", "max"), r=(rcol, "first"))
+            ax.errorbar(s.r, s.qps, yerr=[s.qps - s.lo, s.hi - s.qps], marker="o", color=col[sysname], label=sysname)
+        ax.axvline(0.95, color="0.5", ls=":", lw=1)
+        ax.set(yscale="log", xlabel=rcol.replace("recall_at_", "recall@"), ylabel="queries/s (median)", title=ds)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside right upper", fontsize="small")
+    nr = df[df.source == "not_run"]
+    cap = (f"{rcol.replace('recall_at_', 'recall@')} against queries/s (ann-benchmarks style): the extend engine at "
+           "batch 1, static and continuous batching sweeping top-M, and faiss IndexHNSWFlat sweeping efSearch, "
+           f"same data and threads ({int(m.threads.iloc[0])}); median of the measured runs, bars min-max; dotted: "
+           "recall 0.95. " + "".join(f"Not run: {w}. " for w in nr.why) + NO_PAPER)
+    return plotting.save(fig, out_png, cap)
+
+
+def _by_arrival(df):
+    return [(a, df[df.arrival == a]) for a in sorted(df.arrival.unique())]
+
+
+@FIGURES.figure("latency_load", records=("load",), title="latency and throughput against offered load")
+def latency_load(inputs: dict[str, list[Path]], out_png: Path) -> list[Path]:
+    plotting.apply_style()
+    df = _read(inputs["load"])
+    col = plotting.colors(df.policy.unique())
+    arr = _by_arrival(df[df.engine == "replay"])
+    fig, axes = plt.subplots(2, len(arr), figsize=(5.5 * len(arr), 7.5), layout="constrained", squeeze=False)
+    for j, (a, g) in enumerate(arr):
+        for pol, gp in g.groupby("policy"):
+            s = gp.groupby("offered_rps").median(numeric_only=True)
+            for q, ls in (("p50_s", ":"), ("p95_s", "-"), ("p99_s", "--")):
+                axes[0, j].plot(s.index, s[q] * 1e3, ls=ls, marker="o", ms=3, color=col[pol],
+                                label=plotting.label_source(f"{pol} {q[:3]}", "emulated"))
+            axes[1, j].plot(s.index, s.throughput_rps, marker="o", color=col[pol],
+                            label=plotting.label_source(pol, "emulated"))
+        live = df[(df.engine == "live") & (df.arrival == a)]
+        for pol, gl in live.groupby("policy"):
+            axes[0, j].plot(gl.offered_rps, gl.p95_s * 1e3, marker="D", ls="none", mec="k", color=col[pol],
+                            label=f"{pol} p95, live engine (measured)")
+        lim = g.offered_rps.max()
+        axes[1, j].plot([0, lim], [0, lim], color="0.6", lw=0.8, ls=":", label="_offered")
+        axes[0, j].set(yscale="log", xlabel="offered load (requests/s)", ylabel="latency from intended arrival (ms)",
+                       title=f"{a} arrivals")
+        axes[1, j].set(xlabel="offered load (requests/s)", ylabel="achieved throughput (requests/s)")
+    plotting.legend_below(fig, ncol=3)
+    cap = ("p50/p95/p99 latency (from each request's intended arrival) and achieved throughput against offered load, "
+           "static against continuous batching, heterogeneous requests (classes of k and top-M), Poisson and bursty "
+           f"arrivals; capacity {int(df.capacity.iloc[0])} slots, distance op {int(df.lanes.iloc[0])} lanes. Lines: "
+           "replay of real searches with measured extend times, queueing simulated (emulated); median over seeds. "
+           "Diamonds: the live engine at one load (measured). Dotted: throughput = offered. " + NO_PAPER)
+    return plotting.save(fig, out_png, cap)
+
+
+@FIGURES.figure("lanes", records=("load",), title="lane utilisation and extends per request")
+def lanes(inputs: dict[str, list[Path]], out_png: Path) -> list[Path]:
+    plotting.apply_style()
+    df = _read(inputs["load"])
+    df = df[df.engine == "replay"]
+    col = plotting.colors(df.policy.unique())
+    fig, (a1, a2, a3) = plt.subplots(1, 3, figsize=(16, 4), layout="constrained")
+    ccols = sorted((c for c in df if c.startswith("lane_util_c")), key=lambda c: int(c[11:]))
+    high = df[df.load_frac == df.load_frac.max()]
+    for pol, g in high[high.arrival == high.arrival.iloc[0]].groupby("policy"):
+        if ccols:
+            a3.plot([int(c[11:]) for c in ccols], g[ccols].median().to_numpy(), marker="o", color=col[pol],
+                    label=f"_{pol}c")
+    if ccols:
+        a3.axhline(0.9, color="0.5", ls=":", lw=1)
+        a3.set(xscale="log", xlabel="lanes per launch of the distance op", ylabel="filled / launched lanes",
+               ylim=(0, 1.02), title=f"what-if op size, load {high.load_frac.iloc[0]:g}, {high.arrival.iloc[0]}")
+    else:
+        plotting.not_run(a3, "no what-if op sizes in the records")
+    for (pol, a), g in df.groupby(["policy", "arrival"]):
+        s = g.groupby("load_frac").agg(u=("lane_util", "median"), lo=("lane_util", "min"), hi=("lane_util", "max"),
+                                       e=("extends_mean", "median"))
+        ls = "-" if a == "poisson" else "--"
+        a1.errorbar(s.index, s.u, yerr=[s.u - s.lo, s.hi - s.u], ls=ls, marker="o", color=col[pol],
+                    label=plotting.label_source(f"{pol}, {a}", "emulated"))
+        a2.plot(s.index, s.e, ls=ls, marker="o", color=col[pol], label=f"_{pol}{a}")
+    a1.axhline(0.9, color="0.5", ls=":", lw=1)
+    a1.set(xlabel="offered load (fraction of estimated capacity)", ylabel="filled lanes / launched lanes",
+           ylim=(0, 1.02), title="lane utilisation of the fixed-shape distance op")
+    a2.set(xlabel="offered load (fraction of estimated capacity)", ylabel="extends per request (mean)",
+           title="extends per request")
+    plotting.legend_below(fig, ncol=2)
+    cap = ("Lane utilisation of the fixed-shape distance operation (real distance tasks / lanes launched, "
+           f"{int(df.lanes.iloc[0])} lanes per launch) and mean extends per request against offered load, static "
+           "against continuous batching (extends per request are the same for both policies: same requests, "
+           "batch-independent searches); dotted: the issue's 90% target. Right: the same extends' utilisation had "
+           "the op been captured at another size (tasks per extend do not depend on it; its timing would). Replay "
+           "of real searches (emulated serving, measured extend times); median over seeds, bars min-max. " + NO_PAPER)
+    return plotting.save(fig, out_png, cap)
+
+
+@FIGURES.figure("scheduler", records=("sched",), title="stage-aware scheduling against baselines")
+def scheduler_fig(inputs: dict[str, list[Path]], out_png: Path) -> list[Path]:
+    plotting.apply_style()
+    df = _read(inputs["sched"])
+    runs, ctl = df[df.row == "run"], df[df.row == "control"]
+    col = plotting.colors(runs.policy.unique())
+    fig, axes = plt.subplots(1, 5, figsize=(19, 4), layout="constrained")
+    panels = [("pre_p95_wait_s", "prefill p95 wait (ms), TTFT proxy", 1e3),
+              ("pre_within_deadline", "share of prefill within deadline", 1),
+              ("dec_stall_fraction", "decode stall fraction", 1), ("tokens_per_s", "emulated decode tokens/s", 1)]
+    for ax, (c, title, k) in zip(axes, panels):
+        for pol, g in runs.groupby("policy"):
+            s = g.groupby("total_load")[c].agg(["median", "min", "max"]) * k
+            ax.errorbar(s.index, s["median"], yerr=[s["median"] - s["min"], s["max"] - s["median"]], marker="o",
+                        ms=3, capsize=2, color=col[pol], label=plotting.label_source(pol, "emulated"))
+        ax.set(xlabel="offered load (prefill + decode, x capacity)", title=title)
+    axes[0].axhline(runs.deadline_s.iloc[0] * 1e3, color="0.5", ls=":", lw=1)
+    axes[1].axhline(0.99, color="0.5", ls=":", lw=1)
+    if len(ctl):
+        groups = list(ctl[ctl.repeat == 0].groupby("total_load"))
+        for i, (load, g) in enumerate(groups):      # greys: loads, not policies (policy colours are taken)
+            axes[4].plot(g.t_s, g.r, marker=".", color=plt.cm.Greys(0.35 + 0.65 * i / max(1, len(groups) - 1)),
+                         label=f"_r at load {load:.2f}")
+            axes[4].annotate(f"{load:.2f}", (g.t_s.iloc[-1], g.r.iloc[-1]), fontsize="x-small")
+        axes[4].set(xlabel="emulated time (s)", ylabel="prefill share r",
+                    title="trinity control loop: r (seed 0; grey: load, labelled)")
+    else:
+        plotting.not_run(axes[4], "trinity policy not in the profile")
+    plotting.legend_below(fig, ncol=5)
+    cap = ("Prefill retrievals (open loop, deadline L_pre,max, dotted in the first panel) and decode streams (a "
+           "retrieval every delta tokens, stalled until it returns) through one FIFO queue, strict prefill or decode "
+           "priority, Trinity with a fixed r, and Trinity with its control loop. Emulated LLM stages over a replay "
+           "of real searches with measured extend times; median over seeds, bars min-max. " + NO_PAPER)
+    return plotting.save(fig, out_png, cap)

@@ -1,0 +1,122 @@
+import numpy as np
+import pytest
+
+from bench.ann.metrics import recall_at_k
+from bench.core.errors import ConfigError
+from bench.trinity import batching, serve, workload
+from bench.trinity.engine import ExtendEngine
+
+CLASSES = [{"k": 10, "top_m": 16}, {"k": 10, "top_m": 32}, {"k": 20, "top_m": 24}]
+
+
+def _requests(n, seed, rate=None):
+    src = workload.Source(workload.parse_classes(CLASSES, "test"), n, seed)
+    times = np.zeros(n) if rate is None else workload.schedule("poisson", rate, n, seed)
+    src.add_open_loop(times)
+    return src
+
+
+def _run(engine, queries, policy, src):
+    done, log = serve.serve(serve.LiveAdapter(engine, queries), policy, src)
+    return {r.rid: (r.ids.tolist(), r.extends) for r in done}, log
+
+
+def test_recall_is_high(small, engine_factory):
+    e = engine_factory(capacity=16, top_m_max=32)
+    src = workload.Source([workload.RequestClass(10, 32)], 40, 0)
+    src.add_open_loop(np.zeros(40))
+    done, _ = serve.serve(serve.LiveAdapter(e, small["queries"]), batching.make("continuous", 16, 0), src)
+    ids = np.stack([r.ids for r in sorted(done, key=lambda r: r.rid)])
+    qidx = [r.qidx for r in sorted(done, key=lambda r: r.rid)]
+    assert recall_at_k(ids, small["gt"][qidx], 10) >= 0.9
+
+
+@pytest.mark.parametrize("p", [1, 2])
+def test_same_ids_batch1_static_continuous(small, engine_factory, p):
+    q = small["queries"]
+    one, _ = _run(engine_factory(capacity=1, p=p, top_m_max=32), q, batching.make("continuous", 1, 0),
+                  _requests(16, 1))
+    stat, _ = _run(engine_factory(capacity=8, p=p, top_m_max=32), q, batching.make("static", 8, 0.001),
+                   _requests(16, 1, 2000.0))
+    cont, _ = _run(engine_factory(capacity=8, p=p, chunk=40, top_m_max=32), q, batching.make("continuous", 8, 0.001),
+                   _requests(16, 1, 5000.0))
+    assert one.keys() == stat.keys() == cont.keys()
+    assert one == stat == cont
+
+
+def test_replay_matches_live(small, engine_factory):
+    q = small["queries"]
+    e = engine_factory(capacity=8, trace=True, chunk=64)
+    ad = serve.LiveAdapter(e, q)
+    src = workload.Source([workload.RequestClass(32, 32)], 40, 0)
+    src.add_open_loop(np.zeros(40))
+    done, log = serve.serve(ad, batching.make("continuous", 8, 0), src)
+    traces = {(r.qidx, r.top_m): serve.Trace(np.array(r.steps), r.ids) for r in done}
+    assert all(len(t.steps) == r.extends for r in done for t in [traces[(r.qidx, r.top_m)]])
+    src2 = workload.Source([workload.RequestClass(10, 32)], 40, 0)
+    src2.add_open_loop(np.zeros(40))
+    rep = serve.ReplayAdapter(traces, 8, e.lanes, serve.TimeModel(ad.samples, 0))
+    done2, log2 = serve.serve(rep, batching.make("continuous", 8, 0), src2)
+    assert sorted(log2.fill) == sorted(log.fill) and len(done2) == 40
+    assert all(np.array_equal(r.ids, traces[(r.qidx, 32)].ids[:10]) for r in done2)
+
+
+def test_static_arrivals_wait_for_next_batch(small, engine_factory):
+    done, _ = serve.serve(serve.LiveAdapter(engine_factory(capacity=4), small["queries"]),
+                          batching.make("static", 4, 0.0005), _requests(20, 3, 3000.0))
+    batches = sorted({r.admitted for r in done})
+    for b0, b1 in zip(batches, batches[1:]):
+        members = [r for r in done if r.admitted == b0]
+        assert len(members) <= 4
+        assert b1 >= max(r.done for r in members)
+
+
+def test_bad_inputs_raise_before_work(small, engine_factory):
+    e = engine_factory(capacity=2, top_m_max=32)
+    q = small["queries"]
+    with pytest.raises(ConfigError, match="dimension 64 does not match the index dimension 128"):
+        e.admit(np.zeros((1, 64), np.float32), [10], [32], [None])
+    with pytest.raises(ConfigError, match="k=40 is larger than top-M=32"):
+        e.admit(q[:1], [40], [32], [None])
+    bad = q[:1].copy()
+    bad[0, 3] = np.nan
+    with pytest.raises(ConfigError, match="NaN"):
+        e.admit(bad, [10], [32], [None])
+    with pytest.raises(ConfigError, match="top_m_max=3000"):
+        ExtendEngine(small["base"], small["graph"], capacity=1, top_m_max=3000)
+    with pytest.raises(ConfigError, match="larger than the N=2000"):
+        from bench.trinity.engine import validate_queries
+        validate_queries(q[:1], 128, [2001], [2001], 2000)
+    with pytest.raises(ConfigError, match="p=0 must be > 0"):
+        engine_factory(p=0)
+    with pytest.raises(ConfigError, match="D=16 must be < N=10"):
+        ExtendEngine(small["base"][:10], small["graph"][:10], capacity=1)
+    with pytest.raises(ConfigError, match="does not match its vectors"):
+        ExtendEngine(small["base"][:100], small["graph"], capacity=1)
+    with pytest.raises(ConfigError, match="offered rate must be > 0"):
+        workload.schedule("poisson", 0.0, 10, 0)
+    with pytest.raises(ConfigError, match="offered rate must be > 0"):
+        workload.schedule("bursty", -1.0, 10, 0)
+    assert e.n_active() == 0, "nothing admitted by a rejected call"
+
+
+@pytest.mark.gpu
+def test_cuda_gives_the_cpu_ids(small, engine_factory):
+    q = small["queries"]
+    cpu, _ = _run(engine_factory(capacity=8), q, batching.make("continuous", 8, 0), _requests(30, 1))
+    gpu, _ = _run(engine_factory(capacity=8, device="cuda"), q, batching.make("continuous", 8, 0), _requests(30, 1))
+    assert cpu == gpu
+
+
+def test_continuous_admits_at_the_next_extend(small, engine_factory):
+    q = small["queries"]
+    ad = serve.LiveAdapter(engine_factory(capacity=8), q)
+    done, log = serve.serve(ad, batching.make("continuous", 8, 0.0), _requests(40, 5, 4000.0))
+    starts = np.array(log.start)
+    ends = {s + d for s, d in zip(log.start, log.dur)}
+    for r in done:
+        i = int(np.searchsorted(starts, r.arrival))      # the first extend starting at or after the arrival
+        assert r.admitted >= starts[i]
+        if r.admitted > starts[i]:
+            assert log.active[i] == 8, "a request waits past the next extend only when every slot is busy"
+        assert r.done in ends, "a request leaves at the end of its last extend"

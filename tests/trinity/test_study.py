@@ -1,0 +1,75 @@
+"""The steps' records, the claims rows, the schema and bad configuration."""
+import pytest
+
+from bench.core import claims as core_claims, config, records
+from bench.core.errors import ConfigError, DataFormatError
+from bench.core.step import Context, execute
+from bench.trinity import claims, runner
+
+
+def test_records_carry_source_and_phase(study):
+    r = study["records"]
+    rec = records.read(r["recall"][0])
+    assert {"faiss-hnsw", "engine-batch1", "engine-static", "engine-continuous", "hnswlib"} <= set(rec.system)
+    assert (rec[rec.system == "hnswlib"].source == "not_run").all()
+    assert set(rec.phase) == {"warmup", "measured"}
+    load = records.read(r["load"][0])
+    assert set(load[load.engine == "replay"].source) == {"emulated"}
+    assert set(load[load.engine == "live"].source) == {"measured"}
+    assert (load.p95_s >= load.p50_s).all() and (load.lane_util <= 1).all()
+    assert "simulated" in load.attrs["provenance"]["method"]
+    assert (records.read(r["placement"][0]).source == "modelled").all()
+    sched = records.read(r["sched"][0])
+    assert set(sched[sched.row == "run"].policy) == {"fifo", "prefill_first", "decode_first", "fixed_r", "trinity"}
+
+
+def test_claims_rows(study):
+    rows = claims.build(study["records"], study["params"], "test")
+    ids = {r.claim_id for r in rows}
+    assert {"target-vs-hnsw-tiny-sift", "target-lane-util-tiny-sift", "claim-independent-pool"} <= ids
+    assert any(i.startswith("target-continuous-load-tiny-sift") for i in ids)
+    assert all(r.verdict in core_claims.VERDICTS for r in rows)
+    assert next(r for r in rows if r.claim_id == "claim-independent-pool").verdict == core_claims.NEEDS_HARDWARE
+    core_claims.frame(rows)   # unique ids
+
+
+def test_schema_defaults_and_bad_values():
+    p = config.validate_section("trinity", {})
+    assert p["engine"]["p"] == 1 and p["graph"]["degree"] == 32 and p["datasets"] == ["sift-like"]
+    for bad in ({"engine": {"p": 0}}, {"load": {"loads": [0.5, -1]}}, {"scheduler": {"policies": ["lifo"]}},
+                {"nope": 1}):
+        p = config.validate_section("trinity", bad) if "engine" in bad or "load" in bad else None
+        if p is None:
+            with pytest.raises(ConfigError):
+                config.validate_section("trinity", bad)
+
+
+def _run(study, step, params, extra=None, tmp=None):
+    inputs = {**study["inputs"], **(extra or {})}
+    return execute(Context("trinity", step, params, "test", 1, 1, tmp / f"{step}.parquet", inputs, "tiny-sift"),
+                   runner.STEPS[step])
+
+
+def test_bad_config_fails_before_work(study, tmp_path):
+    import copy
+
+    for change, msg in (({"engine": {"p": 0}}, "p=0"), ({"load": {"loads": [0.5, -1.0]}}, "offered load must be > 0"),
+                        ({"recall": {"top_m": [5]}}, "smaller than k=10"),
+                        ({"scheduler": {"prefill_loads": [0.0]}}, "offered load must be > 0")):
+        p = copy.deepcopy(study["params"])
+        for k, v in change.items():
+            p[k].update(v)
+        with pytest.raises(ConfigError, match=msg):
+            _run(study, "recall", p, tmp=tmp_path)
+        assert not (tmp_path / "recall.parquet").exists()
+
+
+def test_graph_of_other_vectors_is_refused(study, tmp_path):
+    import numpy as np
+
+    from bench.trinity import graph
+
+    g = np.zeros((100, 16), np.int32)
+    other = graph.save_graph(tmp_path / "other.ibin", g, np.zeros((100, 128), np.uint8), {})
+    with pytest.raises(DataFormatError, match="does not match its vectors"):
+        _run(study, "trace", study["params"], {"graph": [str(other)]}, tmp=tmp_path)

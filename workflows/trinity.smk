@@ -1,0 +1,139 @@
+# Trinity: graph (build) -> trace / recall / load per dataset; sched, roofline, placement on the first dataset;
+# one generic figure rule over the registry; the claims rule. Follows workflows/ivf_recall.smk.
+TRI = config["trinity"]
+
+if TRI["enabled"]:
+    require_datasets("trinity", TRI["datasets"])
+    TRI_FIGS = figure_registry("trinity")
+    TRI_MAIN = TRI["datasets"][0]
+    TRI_R = f"{RESULTS}/trinity"
+    TRI_GRAPH = f"{DATA}/{PROFILE}/indexes/trinity/{{dataset}}.graph.ibin"
+    TRI_RECORDS = {
+        "recall": expand(f"{TRI_R}/recall_{{dataset}}.parquet", dataset=TRI["datasets"]),
+        "load": expand(f"{TRI_R}/load_{{dataset}}.parquet", dataset=TRI["datasets"]),
+        "sched": [f"{TRI_R}/sched_{TRI_MAIN}.parquet"],
+        "roofline": [f"{TRI_R}/roofline.parquet"],
+        "placement": [f"{TRI_R}/placement.parquet"],
+    }
+
+    rule trinity_build:
+        input:
+            manifest=dataset_manifest("{dataset}"),
+        output:
+            graph=TRI_GRAPH,
+            side=TRI_GRAPH + ".json",
+        params:
+            p=as_json(TRI),
+            run=RUN_ARGS,
+        threads: workflow.cores
+        benchmark:
+            f"{BENCHMARKS}/trinity/build_{{dataset}}.tsv"
+        shell:
+            "{BENCH} trinity build --input manifest={input.manifest} --dataset {wildcards.dataset} "
+            "--out {output.graph} {params.run} --params {params.p:q}"
+
+    rule trinity_measure:
+        input:
+            manifest=dataset_manifest("{dataset}"),
+            graph=TRI_GRAPH,
+            side=TRI_GRAPH + ".json",
+        output:
+            f"{TRI_R}/{{step}}_{{dataset}}.parquet",
+        params:
+            p=as_json(TRI),
+            run=RUN_ARGS,
+        wildcard_constraints:
+            step="recall|trace",
+        threads: workflow.cores
+        benchmark:
+            f"{BENCHMARKS}/trinity/{{step}}_{{dataset}}.tsv"
+        shell:
+            "{BENCH} trinity measure {wildcards.step} --input manifest={input.manifest} --input graph={input.graph} "
+            "--dataset {wildcards.dataset} --out {output} {params.run} --params {params.p:q}"
+
+    rule trinity_serving:
+        input:
+            manifest=dataset_manifest("{dataset}"),
+            graph=TRI_GRAPH,
+            side=TRI_GRAPH + ".json",
+            trace=f"{TRI_R}/trace_{{dataset}}.parquet",
+        output:
+            f"{TRI_R}/{{step}}_{{dataset}}.parquet",
+        params:
+            p=as_json(TRI),
+            run=RUN_ARGS,
+        wildcard_constraints:
+            step="load|sched",
+        threads: workflow.cores
+        benchmark:
+            f"{BENCHMARKS}/trinity/{{step}}_{{dataset}}.tsv"
+        shell:
+            "{BENCH} trinity measure {wildcards.step} --input manifest={input.manifest} --input graph={input.graph} "
+            "--input trace={input.trace} --dataset {wildcards.dataset} --out {output} {params.run} --params {params.p:q}"
+
+    rule trinity_roofline:
+        input:
+            manifest=dataset_manifest(TRI_MAIN),
+            graph=TRI_GRAPH.format(dataset=TRI_MAIN),
+        output:
+            f"{TRI_R}/roofline.parquet",
+        params:
+            p=as_json(TRI),
+            run=RUN_ARGS,
+        threads: workflow.cores
+        benchmark:
+            f"{BENCHMARKS}/trinity/roofline.tsv"
+        shell:
+            "{BENCH} trinity measure roofline --input manifest={input.manifest} --input graph={input.graph} "
+            f"--dataset {TRI_MAIN} --out {{output}} {{params.run}} --params {{params.p:q}}"
+
+    rule trinity_placement:
+        input:
+            roofline=f"{TRI_R}/roofline.parquet",
+            trace=f"{TRI_R}/trace_{TRI_MAIN}.parquet",
+        output:
+            f"{TRI_R}/placement.parquet",
+        params:
+            p=as_json(TRI),
+            run=RUN_ARGS,
+        benchmark:
+            f"{BENCHMARKS}/trinity/placement.tsv"
+        shell:
+            "{BENCH} trinity measure placement --input roofline={input.roofline} --input trace={input.trace} "
+            "--out {output} {params.run} --params {params.p:q}"
+
+    rule trinity_figure:
+        input:
+            unpack(lambda wc: pick(TRI_RECORDS, TRI_FIGS.records_of(wc.name))),
+        output:
+            png=report(f"{FIGURES}/trinity/{{name}}.png", caption="report/trinity/figure.rst", category="Trinity"),
+            pdf=f"{FIGURES}/trinity/{{name}}.pdf",
+        params:
+            records=lambda wc, input: records_arg(input),
+        wildcard_constraints:
+            name="|".join(TRI_FIGS),
+        benchmark:
+            f"{BENCHMARKS}/trinity/figure_{{name}}.tsv"
+        shell:
+            "{BENCH} trinity figure {wildcards.name} {params.records} --out {output.png}"
+
+    rule trinity_claims:
+        input:
+            unpack(lambda wc: pick(TRI_RECORDS, claims_records("trinity"))),
+        output:
+            f"{TRI_R}/claims.parquet",
+            f"{TRI_R}/claims.md",
+        params:
+            records=lambda wc, input: records_arg(input),
+            p=as_json(TRI),
+        benchmark:
+            f"{BENCHMARKS}/trinity/claims.tsv"
+        shell:
+            "{BENCH} trinity claims {params.records} --profile {PROFILE} --params {params.p:q} --out {output[0]}"
+
+    CLAIMS["trinity"] = rules.trinity_claims.output[0]
+    TARGETS["trinity"] = [
+        *expand(f"{FIGURES}/trinity/{{name}}.png", name=list(TRI_FIGS)),
+        *[p for paths in TRI_RECORDS.values() for p in paths],
+        *rules.trinity_claims.output,
+    ]
