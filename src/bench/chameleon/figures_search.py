@@ -8,7 +8,6 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 
 from ..core import plotting
 from . import paper_values
@@ -66,6 +65,8 @@ def fig9(inputs, out_png):
         g = lat[lat.dataset == ds]
         pds = paper_values.paper_dataset(ds)
         order = sorted(g.batch_size.unique())
+        import seaborn as sns  # only this figure needs it (a figure job need not import it)
+
         sns.violinplot(g, x="batch_size", y="latency_ms", hue="label", order=order, ax=a1, cut=0, palette=col,
                        density_norm="width", inner="point", linewidth=0.6, log_scale=True)
         a1.set(title=f"{ds}: ours, {_scale(g)}", xlabel="batch size", ylabel="latency per batch (ms)")

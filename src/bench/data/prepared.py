@@ -285,14 +285,14 @@ def _prepare_irds_text(name, src, spec, out: Path, data_dir: Path) -> dict:
     store = ds.docs_store()
     for did in sorted(judged):
         ids.append(did)
-        docs.append(store.get(did).text)
+        docs.append(_doc_text(store.get(did)))
     seen = set(ids)
     for d in ds.docs_iter():
         if limit is not None and len(ids) >= int(limit):
             break
         if d.doc_id not in seen:
             ids.append(d.doc_id)
-            docs.append(d.text)
+            docs.append(_doc_text(d))
             seen.add(d.doc_id)
     import pandas as pd
 
@@ -335,3 +335,9 @@ def load_text(manifest_path: str | os.PathLike) -> text.TextDataset:
                                 id=m["name"])
     ds.checksum = m["checksum"]
     return ds
+
+
+def _doc_text(doc) -> str:
+    """A passage's text, or a document's default text (MS MARCO documents have title and body only)."""
+    text = getattr(doc, "text", None)
+    return text if text is not None else doc.default_text()

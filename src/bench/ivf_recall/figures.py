@@ -5,7 +5,6 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
-import seaborn as sns
 
 from ..core import plotting, records
 from ..core.figures import Registry
@@ -34,6 +33,8 @@ def recall_vs_nprobe(inputs: dict[str, list[Path]], out_png: Path) -> list[Path]
     q = df.groupby(["dataset", "nprobe"])["qps"].agg(["median", "min", "max"]).reset_index()
 
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
+    import seaborn as sns  # only this figure needs it (a figure job need not import it)
+
     sns.lineplot(rec, x="nprobe", y="recall", hue="k", style="dataset", markers=True, ax=a1)
     a1.set(ylim=(0, 1.02), ylabel="k-recall@k", title="recall against nprobe")
     a1.set_xscale("log", base=2)

@@ -1,0 +1,404 @@
+"""Figures of the loaders study (Moving Stuff Around): Figure 1, Tables 1-3 drawn as figures (with
+Markdown tables beside them), and the beyond-the-paper figures. Drawn from records only; the paper's
+values are drawn in their own marker and colour, in their own panel when at another scale."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from ..core import claims as core_claims
+from ..core import plotting
+from ..core.figures import Registry
+from . import analysis as A
+from . import paper_values as P
+
+FIGURES = Registry()
+N_BOOT = 400  # bootstrap resamples of the drawn intervals (the claims use the core default)
+PARTS = ("wait_s", "copy_s", "compute_s")
+PART_LABEL = {"wait_s": "data wait (DataLoader: read + tokenize)", "copy_s": "host-to-device copy",
+              "compute_s": "forward + backward + optimizer"}
+CPU = "CPU stand-in: DP = one replica per thread in one process; DDP = one process per replica (gloo)"
+
+
+def _scale(df: pd.DataFrame) -> str:
+    prov = df.attrs.get("provenance", {})
+    coll = prov.get("collection", {})
+    r = df[df.kind == "step"] if "kind" in df else df
+    bpr = int(r.batch_per_replica.iloc[0]) if "batch_per_replica" in r and len(r) else "?"
+    ml = int(r.max_length.iloc[0]) if "max_length" in r and len(r) else "?"
+    model = f", batch {bpr} per replica, max length {ml}, cut-down MiniLM" if bpr != "?" else ""
+    return (f"ours: {prov.get('cpu_model', 'this CPU')}, profile {prov.get('profile', '?')}, "
+            f"{coll.get('n_docs', '?')} documents ({coll.get('collection_bytes', 0) / 1e6:.0f} MB){model}")
+
+
+def _configs(df) -> list[tuple[str, int]]:
+    r = A.runs(df[df.option == "grid"])
+    have = set(zip(r.parallel, r.replicas.astype(int)))
+    return [(p, n) for n in sorted({n for _, n in have}) for p in ("dp", "ddp") if (p, n) in have]
+
+
+def _label(par, n):
+    return f"{par.upper()} {n}"
+
+
+def _grouped(ax, groups, hues, values, colors, width=0.8, hatch=None, label_suffix=""):
+    """Bars at x = group index, one per hue; ``values[(g, h)] = (est, lo, hi)`` or a string (a note)."""
+    w = width / max(len(hues), 1)
+    for j, h in enumerate(hues):
+        for i, g in enumerate(groups):
+            v = values.get((g, h))
+            x = i - width / 2 + (j + 0.5) * w
+            if isinstance(v, str):
+                ax.text(x, 0.02, v, rotation=90, ha="center", va="bottom", fontsize="x-small", color="0.2",
+                        transform=ax.get_xaxis_transform())
+            elif v is not None and np.isfinite(v[0]):
+                ax.bar(x, v[0], w, color=colors[h], hatch=hatch, label=f"{h}{label_suffix}" if i == 0 else None,
+                       edgecolor="white")
+                if v[1] is not None and np.isfinite(v[1]) and v[2] != v[1]:
+                    ax.errorbar(x, v[0], yerr=[[v[0] - v[1]], [v[2] - v[0]]], color="0.2", capsize=2, lw=1)
+    ax.set_xticks(range(len(groups)), [_label(*g) if isinstance(g, tuple) else g for g in groups])
+    return [i - width / 2 + (j + 0.5) * w for i in range(len(groups)) for j in range(len(hues))]
+
+
+def _xpos(i, j, n_hues, width=0.8):
+    return i - width / 2 + (j + 0.5) * width / max(n_hues, 1)
+
+
+@FIGURES.figure("fig1_step_time_share", records=("train",), title="share of step time in the DataLoader")
+def fig1_step_time_share(inputs: dict[str, list[Path]], out_png: Path) -> list[Path]:
+    plotting.apply_style()
+    df = A.read(inputs["train"])
+    st = A.steps(df[df.option == "grid"])
+    cfgs = _configs(df)
+    loaders = list(dict.fromkeys(df[df.option == "grid"].loader))
+    col = plotting.colors(PARTS)
+    fig, axes = plt.subplots(1, max(len(cfgs), 1), figsize=(3.2 * max(len(cfgs), 1), 3.6), sharey=True,
+                             layout="constrained", squeeze=False)
+    for ax, (par, n) in zip(axes[0], cfgs):
+        g = st[(st.parallel == par) & (st.replicas == n)].groupby("loader")[list(PARTS)].mean()
+        left = np.zeros(len(loaders))
+        for part in PARTS:
+            share = np.array([g.loc[l, part] / g.loc[l].sum() if l in g.index else np.nan for l in loaders])
+            ax.barh(range(len(loaders)), share, left=left, color=col[part], label=PART_LABEL[part])
+            left += np.nan_to_num(share)
+        if "ir_datasets" in loaders:
+            ax.plot([P.FIG1_DATALOADER_SHARE], [loaders.index("ir_datasets")], **P_STYLE,
+                    label="paper Fig. 1: 17.8% in DataLoader (ir_datasets, GPU profiler)")
+        ax.set(title=_label(par, n), xlim=(0, 1), xlabel="share of step time")
+        ax.set_yticks(range(len(loaders)), loaders)
+    if not cfgs:
+        plotting.not_run(axes[0][0], "no grid runs in the records")
+    plotting.legend_below(fig, ncol=2)
+    cap = (f"Figure 1 of the paper, measured: share of the mean step time spent waiting for the "
+           f"DataLoader's batch (reading + tokenization), copying to the device and computing, per loader "
+           f"and configuration (measured steps only, warm-up excluded; parts averaged over ranks). The star "
+           f"is the paper's 17.8% for ir_datasets (Tensorboard profiler, 500 steps, GPU). {CPU}. "
+           f"Scale: {_scale(df)}; {P.SCALE}. On CPU the copy is empty and compute is far slower than on a GPU, "
+           f"so the data share is smaller than on the paper's GPUs.")
+    return plotting.save(fig, out_png, cap)
+
+
+P_STYLE = {**plotting.PAPER_STYLE}
+
+
+def _tput_cells(st, cfgs, loaders):
+    cells = {}
+    for cfg in cfgs:
+        for l in loaders:
+            v = A.tput(st, parallel=cfg[0], replicas=cfg[1], loader=l)
+            if v.size:
+                cells[(cfg, l)] = core_claims.bootstrap_ci(v, n_boot=N_BOOT)
+    return cells
+
+
+def _oom(df, cfg, loader) -> bool:
+    r = A.runs(df[(df.option == "grid") & (df.loader == loader) & (df.parallel == cfg[0]) & (df.replicas == cfg[1])])
+    return bool(len(r)) and (r.status == "oom").any()
+
+
+@FIGURES.figure("table1_samples_per_s", records=("train",), title="Table 1: samples/s per loader, DP and DDP")
+def table1_samples_per_s(inputs, out_png):
+    plotting.apply_style()
+    df = A.read(inputs["train"])
+    st = A.steps(df[df.option == "grid"])
+    cfgs, loaders = _configs(df), list(dict.fromkeys(df[df.option == "grid"].loader))
+    col = plotting.colors(loaders)
+    cells = _tput_cells(st, cfgs, loaders)
+    for cfg in cfgs:
+        for l in loaders:
+            if _oom(df, cfg, l):
+                cells[(cfg, l)] = "OOM"
+    fig, (a, b, c) = plt.subplots(1, 3, figsize=(14, 4.2), layout="constrained")
+    _grouped(a, cfgs, loaders, cells, col)
+    a.set(title="ours: samples/s (median of steps, 95% CI)", ylabel="samples/s")
+    rel = {}
+    for cfg in cfgs:
+        base = A.tput(st, parallel=cfg[0], replicas=cfg[1], loader="in-memory")
+        for l in loaders:
+            v = A.tput(st, parallel=cfg[0], replicas=cfg[1], loader=l)
+            if v.size and base.size:
+                e, lo, hi = core_claims.ratio_ci(v, base, n_boot=N_BOOT)
+                rel[(cfg, l)] = (100 * (e - 1), 100 * (lo - 1), 100 * (hi - 1))
+    _grouped(b, cfgs, loaders, rel, col)
+    for i, cfg in enumerate(cfgs):
+        for j, l in enumerate(loaders):
+            if l in P.TABLE1 and (r := P.ratio_vs_in_memory(P.TABLE1, l, cfg)) is not None:
+                b.plot(_xpos(i, j, len(loaders)), 100 * (r - 1), **P_STYLE,
+                       label="computed from the paper's Table 1 (% vs in-memory)")
+    b.axhline(0, color="0.5", lw=0.8)
+    b.set(title="% vs in-memory, same configuration", ylabel="% samples/s vs in-memory")
+    pcfg = [(p, n) for n in P.GPUS for p in ("dp", "ddp")]
+    pl = [l for l in loaders if l in P.TABLE1]
+    pv = {(cfg, l): ((P.TABLE1[l][cfg],) * 3 if P.TABLE1[l][cfg] is not None else "OOM") for cfg in pcfg for l in pl}
+    _grouped(c, pcfg, pl, pv, col)
+    c.set(title="paper: samples/s (another scale: 1-8 GPUs)", ylabel="samples/s (paper)")
+    c.tick_params(axis="x", rotation=60)
+    plotting.legend_below(fig, ncol=len(loaders) + 1)
+    _table1_md(cells, rel, cfgs, loaders, out_png.with_suffix(".md"), df)
+    cap = (f"Table 1 of the paper, measured: samples/s per loader under DP and DDP ({CPU}); median of the "
+           f"measured steps with a 95% bootstrap interval, samples/s per step = samples of all replicas over "
+           f"the slowest rank's step (loading and tokenization included, unlike the authors' timer). Middle: % "
+           f"vs in-memory in the same configuration, ours (bars) and the paper's (stars, computed from its "
+           f"Table 1). Right: the paper's values at their scale. OOM: killed by the memory cap. "
+           f"Scale: {_scale(df)}; {P.SCALE}.")
+    return [*plotting.save(fig, out_png, cap), out_png.with_suffix(".md")]
+
+
+def _fmt_cell(v, pct=None):
+    if isinstance(v, str):
+        return v
+    if v is None:
+        return "-"
+    s = f"{v[0]:.1f} [{v[1]:.1f}, {v[2]:.1f}]"
+    return s + (f" ({pct[0]:+.1f}%)" if pct is not None and not isinstance(pct, str) else "")
+
+
+def _table1_md(cells, rel, cfgs, loaders, path, df):
+    t = pd.DataFrame({_label(*cfg): [_fmt_cell(cells.get((cfg, l)), rel.get((cfg, l)) if l != "in-memory" else None)
+                                     for l in loaders] for cfg in cfgs}, index=pd.Index(loaders, name="loader"))
+    paper = pd.DataFrame({_label(*cfg): [("OOM" if P.TABLE1[l][cfg] is None else f"{P.TABLE1[l][cfg]:.2f}")
+                                         for l in P.TABLE1] for cfg in [(p, n) for n in P.GPUS for p in ("dp", "ddp")]},
+                         index=pd.Index(list(P.TABLE1), name="paper"))
+    A.markdown(t, path, "Table 1: samples/s (median [95% CI], % vs in-memory)",
+               f"{_scale(df)}.\n\n## Paper (Table 1; {P.SCALE})\n\n{A._md_table(paper)}")
+
+
+@FIGURES.figure("table2_memory", records=("train",), title="Table 2: memory per loader, DP and DDP")
+def table2_memory(inputs, out_png):
+    plotting.apply_style()
+    df = A.read(inputs["train"])
+    cfgs, loaders = _configs(df), list(dict.fromkeys(df[df.option == "grid"].loader))
+    col = plotting.colors(loaders)
+    runs = A.runs(df[df.option == "grid"]).set_index("run_id")
+
+    def cells(column):
+        out = {}
+        for cfg in cfgs:
+            for l in loaders:
+                rid = A.run_id(l, *cfg)
+                if rid not in runs.index:
+                    continue
+                r = runs.loc[rid]
+                out[(cfg, l)] = "OOM" if r.status == "oom" else (r[column] / A.GB,) * 3
+        return out
+
+    pss, paper_method = cells("pss_peak_bytes"), cells("paper_mem_bytes")
+    fig, (a, b, c) = plt.subplots(1, 3, figsize=(14, 4.2), layout="constrained")
+    _grouped(a, cfgs, loaders, pss, col)
+    a.set(title="ours: PSS summed over the process tree (peak)", ylabel="GB")
+    _grouped(b, cfgs, loaders, paper_method, col)
+    b.set(title="ours, the paper's method: main RSS (x replicas for DDP)", ylabel="GB")
+    top = max([v[0] for v in (*pss.values(), *paper_method.values()) if not isinstance(v, str)], default=1)
+    a.set_ylim(0, 1.08 * top)
+    b.set_ylim(0, 1.08 * top)
+    pcfg = [(p, n) for n in P.GPUS for p in ("dp", "ddp")]
+    pl = [l for l in loaders if l in P.TABLE2]
+    pv = {(cfg, l): ((P.TABLE2[l][cfg],) * 3 if P.TABLE2[l][cfg] is not None else "OOM") for cfg in pcfg for l in pl}
+    _grouped(c, pcfg, pl, pv, col)
+    c.set(title="paper: GB (main RSS x GPUs; another scale)", ylabel="GB (paper)")
+    c.tick_params(axis="x", rotation=60)
+    plotting.legend_below(fig, ncol=len(loaders))
+    t = pd.DataFrame({_label(*cfg): [(v if isinstance(v := pss.get((cfg, l)), str) else
+                                      f"{v[0]:.3f} (paper method {paper_method[(cfg, l)][0]:.3f})" if v else "-")
+                                     for l in loaders] for cfg in cfgs}, index=pd.Index(loaders, name="loader"))
+    paper = pd.DataFrame({_label(*cfg): [("OOM" if P.TABLE2[l][cfg] is None else f"{P.TABLE2[l][cfg]:.2f}")
+                                         for l in P.TABLE2] for cfg in pcfg}, index=pd.Index(list(P.TABLE2), name="paper"))
+    md = A.markdown(t, out_png.with_suffix(".md"), "Table 2: memory in GB (summed PSS peak; paper's method beside)",
+                    f"{_scale(df)}.\n\n## Paper (Table 2, GB; {P.SCALE})\n\n{A._md_table(paper)}")
+    cap = (f"Table 2 of the paper, measured: memory per loader and configuration ({CPU}). Left: PSS summed "
+           f"over the whole process tree (ranks and DataLoader workers; shared pages split, so nothing is "
+           f"counted twice), peak over the run, sampled every few tens of ms from outside the run. Middle: the "
+           f"paper's method on the same runs (main process RSS, times the replicas for DDP). Right: the paper's values at "
+           f"their scale. Every process here also holds torch and the model (a few hundred MB), which the "
+           f"small collection does not dwarf as the paper's 22 GB did. Scale: {_scale(df)}; {P.SCALE}.")
+    return [*plotting.save(fig, out_png, cap), md]
+
+
+def _option_cells(df):
+    st = A.steps(df)
+    r = A.runs(df)
+    order = list(dict.fromkeys(r.run_id))
+    base = A.tput(st, run_id="baseline=-")
+    cells, rel, notes = {}, {}, {}
+    for rid in order:
+        row = r[r.run_id == rid].iloc[0]
+        v = A.tput(st, run_id=rid)
+        if row.status != "ok" or not v.size:
+            notes[rid] = str(row.get("why") or row.status)
+            continue
+        cells[rid] = core_claims.bootstrap_ci(v, n_boot=N_BOOT)
+        if base.size:
+            e, lo, hi = core_claims.ratio_ci(v, base, n_boot=N_BOOT)
+            rel[rid] = (100 * (e - 1), 100 * (lo - 1), 100 * (hi - 1))
+    return order, cells, rel, notes, r.set_index("run_id")
+
+
+def _paper_option(rid: str):
+    opt, _, val = rid.partition("=")
+    if opt.startswith("pin_memory+") and opt.endswith("ramdisk"):
+        opt, val = "pin_memory+8 workers+ramdisk", "-"
+    key = (opt, val)
+    if key not in P.TABLE3:
+        return None
+    return 100 * (P.TABLE3[key][0] / P.TABLE3[("baseline", "-")][0] - 1)
+
+
+@FIGURES.figure("table3_options", records=("options",), title="Table 3: pin_memory, workers, RAMDISK")
+def table3_options(inputs, out_png):
+    plotting.apply_style()
+    df = A.read(inputs["options"])
+    order, cells, rel, notes, runs = _option_cells(df)
+    col = plotting.colors(["ours"])
+    labels = [rid.removesuffix("=-") + (" (pin not applied: no CUDA)" if "not applied" in str(runs.loc[rid].get("why") or "") else "")
+              for rid in order]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 0.45 * len(order) + 2), layout="constrained", sharey=True)
+    for ax, vals, title in ((a, cells, "ours: samples/s (median, 95% CI)"), (b, rel, "% samples/s vs baseline")):
+        for i, rid in enumerate(order):
+            v = vals.get(rid)
+            if v is None:
+                ax.text(0.02, i, "not run: " + notes.get(rid, ""), va="center", fontsize="x-small", color="0.3",
+                        transform=ax.get_yaxis_transform())
+                continue
+            ax.barh(i, v[0], 0.7, color=col["ours"], label="ours (measured)")
+            ax.errorbar(v[0], i, xerr=[[v[0] - v[1]], [v[2] - v[0]]], color="0.2", capsize=2, lw=1)
+        ax.set_title(title)
+    a.set_yticks(range(len(order)), labels, fontsize="small")
+    a.invert_yaxis()
+    for i, rid in enumerate(order):
+        if (pv := _paper_option(rid)) is not None:
+            b.plot(pv, i, **P_STYLE, label="computed from the paper's Table 3 (% vs baseline)")
+    b.axvline(0, color="0.5", lw=0.8)
+    plotting.legend_below(fig, ncol=2)
+    md_rows = {rid: [(_fmt_cell(cells[rid], rel.get(rid)) if rid in cells else f"not run ({notes.get(rid, '')})"),
+                     (f"{runs.loc[rid].pss_peak_bytes / A.GB:.3f}" if rid in cells else "-"),
+                     (f"{v:+.1f}%" if (v := _paper_option(rid)) is not None else "-")] for rid in order}
+    t = pd.DataFrame(md_rows, index=["samples/s [95% CI] (% vs baseline)", "memory GB (summed PSS peak)",
+                                     "% vs baseline, computed from the paper's Table 3"]).T
+    t.index.name = "option"
+    o = df.attrs.get("provenance", {}).get("options", {})
+    md = A.markdown(t, out_png.with_suffix(".md"), "Table 3: options on the paper's chosen configuration",
+                    f"Configuration: {o.get('loader', '?')}, {str(o.get('parallel', '?')).upper()}, "
+                    f"{o.get('replicas', '?')} replicas. {_scale(df)}. Paper: ir_datasets, DDP, 4 GPUs.")
+    cap = (f"Table 3 of the paper, measured: samples/s of each option on the paper's chosen configuration "
+           f"({o.get('loader', '?')}, {str(o.get('parallel', '?')).upper()}, {o.get('replicas', '?')} replicas), and "
+           f"the % change against the baseline (no workers, no pin_memory, page cache warm), ours as bars "
+           f"(95% bootstrap intervals over steps) and the paper's as stars (computed from its Table 3). "
+           f"pin_memory is a no-op without CUDA: its rows (alone or combined) are recorded as not run on CPU. "
+           f"RAMDISK adds the copied files' size to memory, as the paper does. Beyond the paper: "
+           f"worker start method and a cold page cache. Scale: {_scale(df)}; {P.SCALE}.")
+    return [*plotting.save(fig, out_png, cap), md]
+
+
+@FIGURES.figure("loader_only_throughput", records=("loader_only",), title="samples/s each loader delivers, no model")
+def loader_only_throughput(inputs, out_png):
+    plotting.apply_style()
+    df = A.read(inputs["loader_only"])
+    m = df[df.phase == "measured"]
+    loaders, modes = list(dict.fromkeys(m.loader)), list(dict.fromkeys(m["mode"]))
+    col = plotting.colors(modes)
+    vals = {(l, mo): core_claims.bootstrap_ci(g.samples_per_s, n_boot=N_BOOT) for (l, mo), g in m.groupby(["loader", "mode"])}
+    fig, ax = plt.subplots(figsize=(7.5, 4), layout="constrained")
+    for j, mo in enumerate(modes):  # points, not bars: a log axis has no zero for bars to start from
+        for i, l in enumerate(loaders):
+            if (v := vals.get((l, mo))) is not None:
+                ax.errorbar(_xpos(i, j, len(modes)), v[0], yerr=[[v[0] - v[1]], [v[2] - v[0]]], fmt="o",
+                            color=col[mo], capsize=3, label=mo if i == 0 else None)
+    ax.set_xticks(range(len(loaders)), loaders)
+    ax.set_yscale("log")
+    ax.set(ylabel="samples/s (one process, one thread)", title="loader-only throughput (no model)")
+    plotting.legend_below(fig, ncol=2)
+    cap = (f"Beyond the paper: samples/s each loader delivers with no model, in one process and one thread "
+           f"(a sample = a query, its positive and a random negative document): 'lookup' reads the two "
+           f"documents, 'lookup+tokenize' adds the collate function's tokenization (two pairs per sample). "
+           f"Median of {m.groupby(['loader', 'mode']).size().min()} repeats (95% bootstrap interval), warm-up "
+           f"excluded. A faster accelerator cannot train faster than this rate per data-loading core. "
+           f"No paper value (the paper does not measure it). Scale: {_scale(df)}.")
+    return plotting.save(fig, out_png, cap)
+
+
+@FIGURES.figure("worker_memory_growth", records=("workers",), title="memory of each DataLoader worker over batches")
+def worker_memory_growth(inputs, out_png):
+    plotting.apply_style()
+    df = A.read(inputs["workers"])
+    loaders = list(dict.fromkeys(df.loader))
+    series = sorted({f"{w} worker(s): {'main' if k < 0 else f'worker {k}'}"
+                     for w, k in zip(df.num_workers, df.worker)})
+    col = plotting.colors(series)
+    fig, axes = plt.subplots(1, len(loaders), figsize=(5 * len(loaders), 4), layout="constrained",
+                             sharey=True, squeeze=False)
+    for ax, l in zip(axes[0], loaders):
+        g = df[(df.loader == l) & (df.phase == "measured")]
+        for (w, k), s in g.groupby(["num_workers", "worker"]):
+            name = f"{w} worker(s): {'main' if k < 0 else f'worker {k}'}"
+            s = s.sort_values("t_rel_s")
+            ax.plot(s.batches, s.uss_bytes / 1e6, color=col[name], label=name,
+                    ls="-" if k >= 0 else "--", marker="." if k >= 0 else None, ms=3)
+        ax.set(title=l, xlabel="batches delivered", ylabel="USS (MB, private pages)")
+    plotting.legend_below(fig, ncol=3)
+    cap = ("Beyond the paper: private memory (USS) of the main process and of each DataLoader worker while "
+           "batches are delivered (no model). Workers are forked: pages of the dict loader's Python objects "
+           "that a worker reads get copied into it as their reference counts change (copy-on-read, a "
+           "long-standing PyTorch issue), so its USS grows with the documents it touches (the main process's "
+           "USS drops when the workers fork: its pages become shared with them); loaders whose "
+           f"data lives in files or numpy/Arrow buffers do not grow so. Scale: {_scale(df)}.")
+    return plotting.save(fig, out_png, cap)
+
+
+@FIGURES.figure("memory_duplication", records=("train",), title="memory duplication factor: PSS(N replicas) / PSS(1)")
+def memory_duplication(inputs, out_png):
+    plotting.apply_style()
+    df = A.read(inputs["train"])
+    cfgs, loaders = _configs(df), list(dict.fromkeys(df[df.option == "grid"].loader))
+    col = plotting.colors(loaders)
+    many = [c for c in cfgs if c[1] > 1]
+    vals = {}
+    for cfg in many:
+        for l in loaders:
+            num, den = A.mem(df, A.run_id(l, *cfg)), A.mem(df, A.run_id(l, cfg[0], 1))
+            if num.size and den.size:
+                vals[(cfg, l)] = core_claims.ratio_ci(num, den, n_boot=N_BOOT)
+            elif _oom(df, cfg, l):
+                vals[(cfg, l)] = "OOM"
+    fig, ax = plt.subplots(figsize=(7.5, 4), layout="constrained")
+    if not many:
+        plotting.not_run(ax, "no run with more than one replica")
+    else:
+        _grouped(ax, many, loaders, vals, col)
+        for i, cfg in enumerate(many):
+            for j, l in enumerate(loaders):
+                if l in P.TABLE2 and (a := P.TABLE2[l].get(cfg)) and (b := P.TABLE2[l].get((cfg[0], 1))):
+                    ax.plot(_xpos(i, j, len(loaders)), a / b, **P_STYLE,
+                            label="computed from the paper's Table 2 (main RSS x GPUs for DDP)")
+        ax.axhline(1, color="0.5", lw=0.8)
+        ax.set(ylabel="PSS(N) / PSS(1)", title="memory duplication factor")
+    plotting.legend_below(fig, ncol=3)
+    cap = (f"Beyond the paper: summed PSS of the process tree with N replicas over that with one, per loader "
+           f"(readings during the measured steps; 95% bootstrap interval of the ratio of medians). DDP gives "
+           f"every rank its own process, model and, for in-memory, its own copy of the corpus; DP threads "
+           f"share one process. Stars: the same ratio computed from the paper's Table 2, whose memory is the "
+           f"main process's RSS times the GPU count (so DDP is 2x there by construction). {CPU}. "
+           f"Scale: {_scale(df)}; {P.SCALE}.")
+    return plotting.save(fig, out_png, cap)

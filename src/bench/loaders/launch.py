@@ -1,0 +1,176 @@
+"""Start the processes of one training run (Moving Stuff Around, section 2.1): the DP process or one
+process per DDP rank (forked from this process, which never trains, so that torch is imported once),
+sample their memory from outside, and make sure none outlives the run.
+
+A rank that dies ends the run at once: the others (and every DataLoader worker) are killed, and
+:class:`RankFailed` names the rank and its error; a run past its time limit raises :class:`RankTimeout`.
+Under a memory cap, a rank killed by the cgroup's OOM killer makes an ``oom`` outcome (the paper's OOM
+cells), not an error. Nothing is written here: a failed run leaves no record.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import multiprocessing as mp
+import os
+import signal
+import socket
+import time
+from multiprocessing.connection import wait
+
+import psutil
+
+from ..core.errors import BenchError
+from . import memory, train
+from .errors import OutOfMemory, RankFailed, RankTimeout
+
+
+@dataclasses.dataclass
+class Outcome:
+    status: str                      # "ok" or "oom"
+    results: list[dict]              # one per rank (empty for oom)
+    samples: list[dict]              # memory readings of the process tree
+    wall_s: float
+    cap: dict = dataclasses.field(default_factory=dict)
+    error: str = ""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _entry(body, rank, conn, cap_path):
+    """Body of a run process: join the memory cap first, run, send the result (or the error) back."""
+    if cap_path:
+        with open(os.path.join(cap_path, "cgroup.procs"), "w") as fh:
+            fh.write(str(os.getpid()))
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"
+    try:
+        res = body()
+        conn.send(("ok", rank or 0, res))
+        code = 0
+    except BaseException as exc:  # noqa: BLE001 - everything goes back to the launcher
+        try:
+            conn.send(("error", rank or 0, exc if isinstance(exc, BenchError) else f"{type(exc).__name__}: {exc}"))
+        except Exception:  # noqa: BLE001
+            pass
+        code = 1
+    conn.close()
+    os._exit(code)  # no atexit handlers of the parent's modules in a forked child
+
+
+def kill_tree(procs) -> None:
+    """SIGKILL the run processes and all their descendants (DataLoader workers included)."""
+    victims = memory.tree([p.pid for p in procs if p.pid])
+    for v in victims:
+        try:
+            v.send_signal(signal.SIGKILL)
+        except psutil.NoSuchProcess:
+            pass
+    for p in procs:
+        p.join(timeout=5)
+
+
+def _collect(procs, conns, deadline, grace_s: float = 1.0) -> tuple[dict, list[tuple[int, object]]]:
+    """Results by rank, and failures (rank, error or exit code). After the first failure, others are
+    gathered for ``grace_s`` more, and a rank that died (an exit code) is listed before the errors the
+    survivors then raise (a closed connection), so the report names the cause."""
+    results, failures, open_conns = {}, [], dict(enumerate(conns))
+    stop = deadline
+    while len(results) + len(failures) < len(procs) and time.monotonic() < stop:
+        left = stop - time.monotonic()
+        ready = wait(list(open_conns.values()) + [p.sentinel for p in procs], timeout=min(max(left, 0), 0.5))
+        for i, c in list(open_conns.items()):
+            if c in ready:
+                try:
+                    status, rank, payload = c.recv()
+                except EOFError:
+                    del open_conns[i]
+                    continue
+                del open_conns[i]
+                (results.__setitem__(rank, payload) if status == "ok" else failures.append((rank, payload)))
+        for r, p in enumerate(procs):
+            if p.exitcode not in (None, 0) and r not in results and r not in [f[0] for f in failures]:
+                if r in open_conns and open_conns[r].poll():
+                    continue  # its error message is still to be read
+                failures.append((r, p.exitcode))
+        if failures:
+            stop = min(stop, time.monotonic() + grace_s)
+    if not failures and len(results) < len(procs):
+        raise TimeoutError
+    failures.sort(key=lambda f: not isinstance(f[1], int))
+    return results, failures
+
+
+def run_processes(bodies, *, what: str, timeout_s: float = 300.0, cap_bytes: int | None = None,
+                  sample_interval_s: float = 0.1, per_process: bool = False) -> Outcome:
+    """Fork one process per ``bodies[i]`` (a no-argument callable returning a picklable result) and
+    sample the memory of their tree until all have answered; see the module docstring for failures."""
+    ctx = mp.get_context("fork")
+    cap = memory.MemoryCap(cap_bytes) if cap_bytes else None
+    t0 = time.monotonic()
+    with (cap or _Null()):
+        pipes = [ctx.Pipe(duplex=False) for _ in bodies]
+        procs = [ctx.Process(target=_entry, args=(b, r, w, str(cap.path) if cap else None),
+                             name=f"bench-loaders-{r}") for r, (b, (_, w)) in enumerate(zip(bodies, pipes))]
+        for p in procs:
+            p.start()
+        for _, w in pipes:
+            w.close()
+        try:
+            with memory.Sampler([p.pid for p in procs], sample_interval_s, per_process=per_process) as sampler:
+                results, failures = _collect(procs, [r for r, _ in pipes], t0 + timeout_s)
+        except TimeoutError:
+            kill_tree(procs)
+            raise RankTimeout(f"{what} did not finish within {timeout_s:.0f} s; every rank was killed") from None
+        finally:
+            if any(p.exitcode is None for p in procs):
+                kill_tree(procs)
+        cap_stats = cap.stats() if cap else {}
+    wall = time.monotonic() - t0
+    for p in procs:
+        p.join(timeout=5)
+    if failures:
+        rank, err = failures[0]
+        if cap and (cap_stats.get("cap_oom_kills") or 0) > 0:
+            return Outcome("oom", [], sampler.samples, wall, cap_stats,
+                           error=f"rank {rank} OOM-killed under a {cap_bytes / 2**20:.0f} MiB cap")
+        if isinstance(err, BenchError):
+            raise type(err)(f"rank {rank}: {err}")
+        how = f"exit code {err}" if isinstance(err, int) else err
+        raise RankFailed(f"{what}: rank {rank} failed ({how}); the other ranks were stopped")
+    return Outcome("ok", [results[i] for i in sorted(results)], sampler.samples, wall, cap_stats)
+
+
+def launch(spec: train.RunSpec, *, timeout_s: float = 300.0, cap_bytes: int | None = None,
+           sample_interval_s: float = 0.1, per_process: bool = False) -> Outcome:
+    """Run ``spec`` (DP: one process; DDP: ``replicas`` ranks) and sample the memory of its tree."""
+    spec.check()
+    if spec.parallel == "ddp" and not spec.port:
+        spec = dataclasses.replace(spec, port=free_port())
+    if spec.parallel == "dp":
+        bodies = [functools.partial(train.run_dp, spec)]
+    else:
+        bodies = [functools.partial(train.run_rank, r, spec) for r in range(spec.replicas)]
+    return run_processes(bodies, what=f"{spec.parallel} run of loader {spec.loader!r} with {spec.replicas} "
+                         "replica(s)", timeout_s=timeout_s, cap_bytes=cap_bytes,
+                         sample_interval_s=sample_interval_s, per_process=per_process)
+
+
+def launch_fn(fn, *, timeout_s: float = 300.0, sample_interval_s: float = 0.1) -> Outcome:
+    """One forked process running ``fn(None)``, its tree sampled per process."""
+    return run_processes([functools.partial(fn, None)], what="loader process", timeout_s=timeout_s,
+                         sample_interval_s=sample_interval_s, per_process=True)
+
+
+class _Null:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+__all__ = ["Outcome", "launch", "launch_fn", "run_processes", "kill_tree", "free_port", "OutOfMemory", "RankFailed", "RankTimeout"]

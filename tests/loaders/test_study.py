@@ -1,0 +1,74 @@
+"""The measurement steps end to end on a small bundle (records written by the core skeleton), the
+profile section's schema, and the build verb's bad input."""
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from bench.core import config, records
+from bench.core.errors import ConfigError
+from bench.core.step import Context, execute
+from bench.loaders import cli, runner
+
+
+def _params(**over):
+    base = {"datasets": ["msmarco-like"], "layers": 1, "max_length": 16, "doc_chars": 100,
+            "freeze_embeddings": True, "batch_per_replica": 2, "steps": 2, "warmup_steps": 1,
+            "loaders": ["ir_datasets"], "grid": {"dp": [2], "ddp": [2]}, "sample_interval_s": 0.2,
+            "run_timeout_s": 60,
+            "options": {"num_workers": [1], "ramdisk": False, "cold_cache": True, "start_methods": []},
+            "loader_only": {"loaders": ["in-memory", "arrow"], "batch_size": 4, "batches": 2, "repeats": 2},
+            "workers": {"loaders": ["in-memory"], "num_workers": [1], "batch_size": 4, "batches": 20,
+                        "sample_interval_s": 0.05}}
+    return config.validate_section("loaders", base | over)
+
+
+def _ctx(step, bundle, model_dir, tmp_path, **over):
+    return Context("loaders", step, _params(**over), "test", 3, 2, tmp_path / f"{step}.parquet",
+                   {"bundle": [str(bundle / "bundle.json")], "model": [str(model_dir / "model.pt")]}, "msmarco-like")
+
+
+def test_train_step_writes_runs_steps_and_memory(bundle, model_dir, tmp_path):
+    df = records.read(execute(_ctx("train", bundle, model_dir, tmp_path), runner.train))
+    assert set(df.kind) == {"run", "step", "memory"}
+    runs = df[df.kind == "run"]
+    assert sorted(runs.run_id) == ["ir_datasets/ddp/2", "ir_datasets/dp/2"] and (runs.status == "ok").all()
+    assert (runs.pss_peak_bytes > 0).all() and (runs.paper_mem_bytes > 0).all()
+    steps = df[df.kind == "step"]
+    assert set(steps.phase) == {"warmup", "measured"} and set(df.source) == {"measured"}
+    assert "machine_busy" in df and df.attrs["provenance"]["method"].startswith("Each run forks")
+
+
+def test_options_step_records_pin_memory_as_not_run_on_cpu(bundle, model_dir, tmp_path):
+    df = records.read(execute(_ctx("options", bundle, model_dir, tmp_path, grid={"dp": [], "ddp": []},
+                                   options={"num_workers": [1], "ramdisk": False, "cold_cache": False,
+                                            "start_methods": [], "replicas": 1}), runner.options))
+    runs = df[df.kind == "run"].set_index("run_id")
+    assert runs.loc["pin_memory=yes", "source"] == "not_run"
+    assert runs.loc["pin_memory+num_workers=1", "source"] == "not_run"
+    assert runs.loc["num_workers=1", "status"] == "ok" and runs.loc["num_workers=1", "source"] == "measured"
+
+
+def test_loader_only_and_workers_steps(bundle, model_dir, tmp_path):
+    lo = records.read(execute(_ctx("loader_only", bundle, model_dir, tmp_path), runner.loader_only))
+    assert set(lo["mode"]) == {"lookup", "lookup+tokenize"} and (lo.samples_per_s > 0).all()
+    assert set(lo.phase) == {"warmup", "measured"}
+    wk = records.read(execute(_ctx("workers", bundle, model_dir, tmp_path), runner.workers))
+    assert set(wk.role) == {"main", "worker"} and wk.batches.max() > 0
+
+
+def test_schema_rejects_bad_sections():
+    with pytest.raises(ConfigError, match="num_workers"):
+        config.validate_section("loaders", {"options": {"num_workers": [-1]}})
+    with pytest.raises(ConfigError, match="redis"):
+        config.validate_section("loaders", {"loaders": ["redis"]})
+    with pytest.raises(ConfigError):
+        config.validate_section("loaders", {"unknown_key": 1})
+
+
+def test_build_needs_a_manifest(tmp_path):
+    a = argparse.Namespace(input=None, out=str(tmp_path / "bundle.json"), params=_params(), seed=0,
+                           dataset=None, profile="t", threads=1)
+    with pytest.raises(ConfigError, match="--input manifest"):
+        cli._build(a)
