@@ -50,3 +50,8 @@ def test_write_and_ledger(tmp_path):
     assert (tmp_path / "claims.html").exists() and (tmp_path / "claims.png").exists()
     with pytest.raises(ValueError, match="duplicate"):
         claims.frame(rows + rows)
+
+
+def test_an_interval_without_its_estimate_is_discarded():
+    row = claims.claim("s", "c", "x", "1", ours=0.2, ci=(-1.0, -1.0), threshold=0.1)
+    assert row.verdict == claims.INCONCLUSIVE and row.ci_low is None and "discarded" in row.reason

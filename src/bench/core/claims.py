@@ -80,6 +80,9 @@ def claim(study: str, claim_id: str, text: str, paper_value: str, *, ours: float
           reason: str = "", machine_busy: bool = False, verdict: str | None = None) -> Claim:
     """A ledger row with its verdict computed from the interval (or given, for hardware/scale cases)."""
     lo, hi = ci
+    if not any(map(_nan, (ours, lo, hi))) and not (min(lo, hi) - 1e-9 <= ours <= max(lo, hi) + 1e-9):
+        reason = f"interval [{_fmt(lo)}, {_fmt(hi)}] discarded: it does not contain the estimate; {reason}"
+        lo = hi = None
     if verdict is None:
         if source in ("modelled", "not_run"):
             verdict = NEEDS_HARDWARE
