@@ -18,14 +18,11 @@ NO_CUDA = "needs CUDA (no GPU on this machine), recorded as not_run"
 
 
 def _read(paths) -> pd.DataFrame:
-    frames = [records.read(p) for p in paths]
-    df = pd.concat(frames, ignore_index=True)
-    df.attrs["provenance"] = frames[0].attrs.get("provenance", {})
-    return df
+    return records.read_all(paths)
 
 
 def _busy(df: pd.DataFrame) -> bool:
-    return bool(df["machine_busy"].any()) if "machine_busy" in df else False
+    return claims.busy(df)
 
 
 def _scale(inputs) -> str:

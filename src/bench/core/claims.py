@@ -152,6 +152,11 @@ def frame(rows: Iterable[Claim]) -> pd.DataFrame:
     return df
 
 
+def busy(df: pd.DataFrame) -> bool:
+    """Whether any row of these records was measured while the machine was busy (bench.core.quiet)."""
+    return bool(df["machine_busy"].any()) if "machine_busy" in df and len(df) else False
+
+
 def _fmt(x) -> str:
     if _nan(x):
         return "–"

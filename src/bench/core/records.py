@@ -85,3 +85,13 @@ def summarize_runs(df: pd.DataFrame, by: list[str], value: str) -> pd.DataFrame:
     out[f"p75"] = q[0.75].to_numpy()
     out.insert(len(by), "metric", value)
     return out
+
+
+def read_all(paths) -> pd.DataFrame:
+    """Several record sets as one table; ``attrs['provenance']`` is the first set's."""
+    frames = [read(p) for p in paths]
+    if not frames:
+        raise ValueError("no record sets to read")
+    df = pd.concat(frames, ignore_index=True)
+    df.attrs["provenance"] = frames[0].attrs.get("provenance", {})
+    return df

@@ -21,14 +21,11 @@ N_BOOT = 2000  # bootstrap resamples per interval
 
 
 def _read(paths) -> pd.DataFrame:
-    frames = [records.read(p) for p in paths]
-    df = pd.concat(frames, ignore_index=True)
-    df.attrs["provenance"] = frames[0].attrs.get("provenance", {})
-    return df
+    return records.read_all(paths)
 
 
 def _busy(df: pd.DataFrame) -> bool:
-    return bool(df["machine_busy"].any()) if "machine_busy" in df and len(df) else False
+    return claims.busy(df)
 
 
 def _scale(prov: dict) -> str:

@@ -28,10 +28,7 @@ EMU = " (emulated SSD)"
 
 
 def _read(paths) -> pd.DataFrame:
-    frames = [records.read(p) for p in paths]
-    df = pd.concat(frames, ignore_index=True)
-    df.attrs["provenance"] = frames[0].attrs.get("provenance", {})
-    return df
+    return records.read_all(paths)
 
 
 def _fmt(v) -> str:

@@ -13,7 +13,7 @@ GB = 1e9
 
 
 def read(paths) -> pd.DataFrame:
-    return pd.concat([records.read(p) for p in paths], ignore_index=True)
+    return records.read_all(paths)
 
 
 def steps(df: pd.DataFrame) -> pd.DataFrame:

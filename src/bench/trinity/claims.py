@@ -16,11 +16,11 @@ STUDY = "trinity"
 
 
 def _read(paths) -> pd.DataFrame:
-    return pd.concat([records.read(p) for p in paths], ignore_index=True)
+    return records.read_all(paths)
 
 
 def _busy(df) -> bool:
-    return bool(df.machine_busy.any()) if "machine_busy" in df else False
+    return claims.busy(df)
 
 
 def sustained(curve: pd.DataFrame, bound: float) -> float:

@@ -19,10 +19,7 @@ NO_PAPER = "The paper reports no measured values (no evaluation section), so non
 
 
 def _read(paths) -> pd.DataFrame:
-    frames = [records.read(p) for p in paths]
-    df = pd.concat(frames, ignore_index=True)
-    df.attrs["provenance"] = frames[0].attrs.get("provenance", {})
-    return df
+    return records.read_all(paths)
 
 
 def _measured(df: pd.DataFrame) -> pd.DataFrame:

@@ -19,7 +19,7 @@ STUDY = "windve"
 
 
 def _read(inputs, kind) -> pd.DataFrame:
-    return pd.concat([records.read(Path(p)) for p in inputs[kind]], ignore_index=True)
+    return records.read_all(inputs[kind])
 
 
 def _rank(slo, slos) -> int:

@@ -21,7 +21,7 @@ JINA_STYLE = {**plotting.PAPER_STYLE, "marker": "P", "markersize": 9}
 
 
 def _read(inputs: dict[str, list[Path]], kind: str) -> pd.DataFrame:
-    return pd.concat([records.read(p) for p in inputs[kind]], ignore_index=True)
+    return records.read_all(inputs[kind])
 
 
 def _rank(slo: float, slos) -> int:
