@@ -44,7 +44,8 @@ def gains(serv: pd.DataFrame) -> pd.DataFrame:
                      "acc_part": o.get("depth_emulated", np.nan), "cpu_part": o.get("depth_cpu", 0),
                      "offload": o.total, "gain": o.total / a.total - 1,
                      "gain_low": lo_o / hi_a - 1 if hi_a else np.nan,
-                     "gain_high": hi_o / lo_a - 1 if lo_a else np.inf})
+                     "gain_high": hi_o / lo_a - 1 if lo_a else np.nan,
+                     "cannot_help": bool(o.get("cannot_help", False))})
     return pd.DataFrame(rows)
 
 

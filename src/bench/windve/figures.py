@@ -14,6 +14,7 @@ from bench.core import plotting, records
 from bench.core.figures import Registry
 
 from . import paper_values as PV
+from .claims import gains
 
 FIGURES = Registry()
 EMU = "emulated"
@@ -43,24 +44,6 @@ def _maxconc(df: pd.DataFrame) -> pd.DataFrame:
     return df[df.kind == "maxconc"].copy()
 
 
-def _gain_table(mc: pd.DataFrame) -> pd.DataFrame:
-    """Per pair and SLO: accelerator-only and offload totals, and the gain with its interval."""
-    rows = []
-    for (pair, slo), g in mc.groupby(["pair", "slo_s"]):
-        a, o = g[g.config == "accelerator_only"], g[g.config == "offload"]
-        if a.empty or o.empty:
-            continue
-        a, o = a.iloc[0], o.iloc[0]
-        lo_a, hi_a = a.get("total_low", a.total), a.get("total_high", a.total)
-        lo_o, hi_o = o.get("total_low", o.total), o.get("total_high", o.total)
-        rows.append({"pair": pair, "slo_s": slo, "acc_only": a.total, "offload": o.total,
-                     "acc_part": o.get("depth_emulated", np.nan), "cpu_part": o.get("depth_cpu", 0),
-                     "gain": o.total / a.total - 1,
-                     "gain_low": (lo_o / hi_a - 1) if hi_a else np.nan, "gain_high": (hi_o / lo_a - 1) if lo_a else np.nan,
-                     "cannot_help": bool(o.get("cannot_help", False))})
-    return pd.DataFrame(rows)
-
-
 def _predicted(prof: pd.DataFrame) -> pd.DataFrame:
     """Regression-predicted gain C_CPU / C_acc per pair and SLO (measured profiles, not fine-tuned)."""
     d = prof[(prof.kind == "depth") & (prof.experiment == "base") & (prof.method == "regression")]
@@ -74,7 +57,7 @@ def _predicted(prof: pd.DataFrame) -> pd.DataFrame:
 @FIGURES.figure("tables_1_2", records=("serving", "profile"),
                 title="Tables I/II: max concurrency without and with CPU offload")
 def tables_1_2(inputs, out_png):
-    gt = _gain_table(_maxconc(_read(inputs, "serving")))
+    gt = gains(_read(inputs, "serving"))
     pred = _predicted(_read(inputs, "profile"))
     done = set(zip(gt.pair, gt.slo_s)) if not gt.empty else set()
     extra = pred[[(p, s) not in done for p, s in zip(pred.pair, pred.slo_s)]]
@@ -343,7 +326,7 @@ def utilisation_cost(inputs, out_png):
         a.plot([0, 1], [v * 100 for v in PV.CPU_UTIL["bge"]], **{**plotting.PAPER_STYLE, "label": "paper (bge)"})
         a.set(xticks=range(len(cfgs)), xticklabels=[c.replace("_", " ") for c in cfgs],
               ylabel="service CPU use (% of all cores)", title="(a) CPU utilisation at max concurrency")
-    gt = _gain_table(_maxconc(df))
+    gt = gains(df)
     if gt.empty:
         plotting.not_run(b, "no max-concurrency rows")
     else:
