@@ -39,9 +39,12 @@ def recall_vs_nprobe(inputs: dict[str, list[Path]], out_png: Path) -> list[Path]
     a1.set(ylim=(0, 1.02), ylabel="k-recall@k", title="recall against nprobe")
     a1.set_xscale("log", base=2)
     sns.move_legend(a1, "upper left", bbox_to_anchor=(0, -0.18), ncol=3, fontsize="small", frameon=False)
-    for ds, g in q.groupby("dataset"):
+    # datasets: the left panel's line styles and markers, in colours the recall@k series do not use
+    markers = ["o", "X", "s", "^", "D"]
+    for i, (ds, g) in enumerate(q.groupby("dataset")):
         a2.errorbar(g["nprobe"], g["median"], yerr=[g["median"] - g["min"], g["max"] - g["median"]],
-                    marker="o", capsize=3, label=plotting.label_source(ds, "measured"))
+                    marker=markers[i % len(markers)], ls=["-", "--", ":", "-."][i % 4], capsize=3,
+                    color=plotting.COLORBLIND[3 + i % 7], label=plotting.label_source(ds, "measured"))
     a2.set_xscale("log", base=2)
     a2.set_yscale("log")
     a2.set(xlabel="nprobe", ylabel="queries/s (median)", title="throughput against nprobe")

@@ -46,7 +46,11 @@ def gains(serv: pd.DataFrame) -> pd.DataFrame:
                      "gain_low": lo_o / hi_a - 1 if hi_a else np.nan,
                      "gain_high": hi_o / lo_a - 1 if lo_a else np.nan,
                      "cannot_help": bool(o.get("cannot_help", False))})
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    if not out.empty:   # no level met the SLO in every round: no interval, rather than one without the estimate
+        bad = ~((out.gain_low <= out.gain + 1e-9) & (out.gain <= out.gain_high + 1e-9))
+        out.loc[bad, ["gain_low", "gain_high"]] = np.nan
+    return out
 
 
 def predicted_gains(prof: pd.DataFrame) -> dict:
