@@ -64,6 +64,7 @@ def test_study_has_every_part(study):
     text = smk.read_text()
     assert f'CLAIMS["{study}"]' in text and f'TARGETS["{study}"]' in text
     assert f'figure_registry("{study}")' in text, "the figure rule reads the study's registry"
+    assert f'figure_outputs("{study}"' in text, "one figure rule draws every figure (figure_outputs)"
     assert (REPO / "experiments" / "schema" / f"{study}.yaml").is_file()
     for prof in ("tiny", "small", "paper"):
         assert study in yaml.safe_load((REPO / "experiments" / f"{prof}.yaml").read_text()), f"{prof}.yaml"
@@ -81,3 +82,34 @@ def test_rule_shell_strings_take_values_from_params(study):
         s = line.strip()
         if s.startswith('"{BENCH}') or s.startswith('"--') or s.startswith("f\"{{BENCH}}"):
             assert "_P:q}" not in s and "{RUN_ARGS}" not in s, f"{study}.smk: use params: for {s}"
+
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_measure_jobs_import_neither_matplotlib_nor_torch_for_the_cli(study):
+    """A measurement job's start-up: the study's command line is built without importing matplotlib
+    (the figure registry loads only for the figure verb) or torch (steps import it when they use it)."""
+    import subprocess
+    import sys
+
+    code = (f"import sys; from bench.cli import build_parser; build_parser({[study.replace('_', '-')]!r}); "
+            "print(sorted(m for m in ('matplotlib', 'torch') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", f"bench {study} imports {out.stdout.strip()} before any verb runs"
+
+
+def test_registry_writes_the_report_caption(tmp_path):
+    from bench.core import plotting
+
+    reg = Registry(descriptions={"a": "What A shows."})
+
+    @reg.figure("a", records=("r",), title="title a")
+    def _a(inputs, out_png):
+        import matplotlib.pyplot as plt
+
+        fig, _ = plt.subplots()
+        return plotting.save(fig, out_png, "This run: {not a template}.")
+
+    written = reg.draw("a", {"r": [tmp_path / "r.parquet"]}, tmp_path / "a.png")
+    rst = (tmp_path / "a.report.rst").read_text()
+    assert tmp_path / "a.report.rst" in written
+    assert rst.startswith("{% raw %}") and "What A shows." in rst and "This run: {not a template}." in rst

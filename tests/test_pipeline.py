@@ -69,8 +69,8 @@ def test_micro_profile_end_to_end_with_a_user_dataset(repo, tmp_path):
     assert (tmp_path / "report.html").stat().st_size > 10_000
 
     # restyling a figure reruns only plotting, never a measurement
-    r = _snakemake(repo, tmp_path, "--configfile", str(prof), "-n", "--forcerun", "ivf_recall_figure")
-    assert "ivf_recall_figure" in r.stdout and "ivf_recall_measure" not in r.stdout
+    r = _snakemake(repo, tmp_path, "--configfile", str(prof), "-n", "--forcerun", "ivf_recall_figures")
+    assert "ivf_recall_figures" in r.stdout and "ivf_recall_measure" not in r.stdout
 
 
 def test_bad_config_fails_before_any_rule_runs(repo, tmp_path):

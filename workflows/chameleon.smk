@@ -42,7 +42,7 @@ if CHAM["enabled"]:
     if CHAM_RALM:
         CHAM_RECORDS["ralm"] = [f"{CHAM_R}/ralm.parquet"]
     # figures whose record kinds this profile produces (RALM figures need ralm.enabled)
-    CHAM_FIG_NAMES = [n for n in CHAM_FIGS if set(CHAM_FIGS.records_of(n)) <= set(CHAM_RECORDS)]
+    CHAM_FIG_NAMES = figure_names(CHAM_FIGS, CHAM_RECORDS)
     CHAM_CLAIM_KINDS = [*claims_records("chameleon"), *(["ralm"] if CHAM_RALM else [])]
 
     wildcard_constraints:
@@ -163,20 +163,19 @@ if CHAM["enabled"]:
             shell:
                 "{BENCH} chameleon measure ralm {params.inputs} --out {output} {params.run} --params {params.p:q}"
 
-    rule chameleon_figure:
+    rule chameleon_figures:
         input:
-            unpack(lambda wc: pick(CHAM_RECORDS, CHAM_FIGS.records_of(wc.name))),
+            **figure_inputs(CHAM_FIGS, CHAM_RECORDS, CHAM_FIG_NAMES),
         output:
-            png=report(f"{CHAM_F}/{{name}}.png", caption="report/chameleon/figure.rst", category="Chameleon"),
-            pdf=f"{CHAM_F}/{{name}}.pdf",
+            **figure_outputs("chameleon", CHAM_FIG_NAMES, "Chameleon"),
         params:
             records=lambda wc, input: records_arg(input),
-        wildcard_constraints:
-            name="|".join(CHAM_FIGS),
+            names=" ".join(CHAM_FIG_NAMES),
+            out=f"{FIGURES}/chameleon",
         benchmark:
-            f"{CHAM_B}/figure_{{name}}.tsv"
+            f"{CHAM_B}/figures.tsv"
         shell:
-            "{BENCH} chameleon figure {wildcards.name} {params.records} --out {output.png}"
+            "{BENCH} chameleon figure {params.names} {params.records} --out-dir {params.out}"
 
     rule chameleon_claims:
         input:

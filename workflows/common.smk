@@ -1,5 +1,6 @@
 # Shared definitions: paths of the active profile, the `bench` command, JSON params, TARGETS.
 import json
+import os
 import shlex
 import sys
 
@@ -42,6 +43,27 @@ def figure_registry(study):
     import importlib
 
     return importlib.import_module(f"bench.{study}.figures").FIGURES
+
+
+def figure_names(figs, records):
+    """The registered figures whose record kinds some rule of this profile produces."""
+    return [n for n in figs if set(figs.records_of(n)) <= set(records)]
+
+
+def figure_inputs(figs, records, names):
+    """``{kind: [paths]}`` of every record kind the figures ``names`` read (one job draws them all)."""
+    return pick(records, list(dict.fromkeys(k for n in names for k in figs.records_of(n))))
+
+
+def figure_outputs(study, names, category):
+    """A study's figures: each PNG in the report (captioned by the ``NAME.report.rst`` the figure job
+    writes beside it: what the figure shows, then the run's details) and its PDF."""
+    d = f"{FIGURES}/{study}"
+    return {
+        "png": [report(f"{d}/{n}.png", caption=os.path.abspath(f"{d}/{n}.report.rst"), category=category)
+                for n in names],
+        "pdf": [f"{d}/{n}.pdf" for n in names],
+    }
 
 
 def claims_records(study):

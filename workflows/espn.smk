@@ -14,6 +14,8 @@ if ESPN["enabled"]:
     # record kind -> record sets: what the figure and claims rules read
     ESPN_RECORDS = {step: [f"{RESULTS}/espn/{step}.parquet"] for step in ESPN_STEPS}
 
+    ESPN_FIG_NAMES = figure_names(ESPN_FIGS, ESPN_RECORDS)
+
     rule espn_build:
         input:
             manifest=dataset_manifest(ESPN_DATASET),
@@ -55,20 +57,19 @@ if ESPN["enabled"]:
             "{BENCH} espn measure {wildcards.step} --input build={params.build} --input manifest={input.manifest} "
             "--dataset {params.dataset} --out {output} {params.run} --params {params.p:q}"
 
-    rule espn_figure:
+    rule espn_figures:
         input:
-            unpack(lambda wc: pick(ESPN_RECORDS, ESPN_FIGS.records_of(wc.name))),
+            **figure_inputs(ESPN_FIGS, ESPN_RECORDS, ESPN_FIG_NAMES),
         output:
-            png=report(f"{FIGURES}/espn/{{name}}.png", caption="report/espn/figure.rst", category="ESPN"),
-            pdf=f"{FIGURES}/espn/{{name}}.pdf",
+            **figure_outputs("espn", ESPN_FIG_NAMES, "ESPN"),
         params:
             records=lambda wc, input: records_arg(input),
-        wildcard_constraints:
-            name="|".join(ESPN_FIGS),
+            names=" ".join(ESPN_FIG_NAMES),
+            out=f"{FIGURES}/espn",
         benchmark:
-            f"{BENCHMARKS}/espn/figure_{{name}}.tsv"
+            f"{BENCHMARKS}/espn/figures.tsv"
         shell:
-            "{BENCH} espn figure {wildcards.name} {params.records} --out {output.png}"
+            "{BENCH} espn figure {params.names} {params.records} --out-dir {params.out}"
 
     rule espn_claims:
         input:
@@ -86,7 +87,7 @@ if ESPN["enabled"]:
 
     CLAIMS["espn"] = rules.espn_claims.output[0]
     TARGETS["espn"] = [
-        *expand(f"{FIGURES}/espn/{{name}}.png", name=list(ESPN_FIGS)),
+        *expand(f"{FIGURES}/espn/{{name}}.png", name=ESPN_FIG_NAMES),
         *[p for paths in ESPN_RECORDS.values() for p in paths],
         *rules.espn_claims.output,
     ]

@@ -13,6 +13,8 @@ if IVF["enabled"]:
     # record kind -> record sets: what the figure and claims rules read
     IVF_RECORDS = {"recall": expand(f"{RESULTS}/ivf_recall/recall_{{dataset}}.parquet", dataset=IVF["datasets"])}
 
+    IVF_FIG_NAMES = figure_names(IVF_FIGS, IVF_RECORDS)
+
     rule ivf_recall_build:
         input:
             manifest=dataset_manifest("{dataset}"),
@@ -44,21 +46,19 @@ if IVF["enabled"]:
             "{BENCH} ivf-recall measure recall --input manifest={input.manifest} --input index={input.index} "
             "--dataset {wildcards.dataset} --out {output} {params.run} --params {params.p:q}"
 
-    rule ivf_recall_figure:
+    rule ivf_recall_figures:
         input:
-            unpack(lambda wc: pick(IVF_RECORDS, IVF_FIGS.records_of(wc.name))),
+            **figure_inputs(IVF_FIGS, IVF_RECORDS, IVF_FIG_NAMES),
         output:
-            png=report(f"{FIGURES}/ivf_recall/{{name}}.png", caption="report/ivf_recall/figure.rst",
-                       category="IVF-PQ recall"),
-            pdf=f"{FIGURES}/ivf_recall/{{name}}.pdf",
+            **figure_outputs("ivf_recall", IVF_FIG_NAMES, "IVF-PQ recall"),
         params:
             records=lambda wc, input: records_arg(input),
-        wildcard_constraints:
-            name="|".join(IVF_FIGS),
+            names=" ".join(IVF_FIG_NAMES),
+            out=f"{FIGURES}/ivf_recall",
         benchmark:
-            f"{BENCHMARKS}/ivf_recall/figure_{{name}}.tsv"
+            f"{BENCHMARKS}/ivf_recall/figures.tsv"
         shell:
-            "{BENCH} ivf-recall figure {wildcards.name} {params.records} --out {output.png}"
+            "{BENCH} ivf-recall figure {params.names} {params.records} --out-dir {params.out}"
 
     rule ivf_recall_claims:
         input:
@@ -76,7 +76,7 @@ if IVF["enabled"]:
 
     CLAIMS["ivf_recall"] = rules.ivf_recall_claims.output[0]
     TARGETS["ivf_recall"] = [
-        *expand(f"{FIGURES}/ivf_recall/{{name}}.png", name=list(IVF_FIGS)),
+        *expand(f"{FIGURES}/ivf_recall/{{name}}.png", name=IVF_FIG_NAMES),
         *IVF_RECORDS["recall"],
         *rules.ivf_recall_claims.output,
     ]

@@ -18,6 +18,8 @@ if LOADERS["enabled"]:
         reruns only the steps that read it."""
         return as_json({k: v for k, v in LOADERS.items() if k not in _LOADERS_SUB or k == step})
 
+    LOADERS_FIG_NAMES = figure_names(LOADERS_FIGS, LOADERS_RECORDS)
+
     rule loaders_build:
         input:
             manifest=dataset_manifest(LOADERS_DATASET),
@@ -53,21 +55,19 @@ if LOADERS["enabled"]:
             "{BENCH} loaders measure {wildcards.step} --input bundle={input.bundle} --input model={input.model} "
             "--dataset {params.dataset} --out {output} {params.run} --params {params.p:q}"
 
-    rule loaders_figure:
+    rule loaders_figures:
         input:
-            unpack(lambda wc: pick(LOADERS_RECORDS, LOADERS_FIGS.records_of(wc.name))),
+            **figure_inputs(LOADERS_FIGS, LOADERS_RECORDS, LOADERS_FIG_NAMES),
         output:
-            png=report(f"{FIGURES}/loaders/{{name}}.png", caption="report/loaders/figure.rst",
-                       category="Moving Stuff Around (loaders)"),
-            pdf=f"{FIGURES}/loaders/{{name}}.pdf",
+            **figure_outputs("loaders", LOADERS_FIG_NAMES, "Moving Stuff Around (loaders)"),
         params:
             records=lambda wc, input: records_arg(input),
-        wildcard_constraints:
-            name="|".join(LOADERS_FIGS),
+            names=" ".join(LOADERS_FIG_NAMES),
+            out=f"{FIGURES}/loaders",
         benchmark:
-            f"{BENCHMARKS}/loaders/figure_{{name}}.tsv"
+            f"{BENCHMARKS}/loaders/figures.tsv"
         shell:
-            "{BENCH} loaders figure {wildcards.name} {params.records} --out {output.png}"
+            "{BENCH} loaders figure {params.names} {params.records} --out-dir {params.out}"
 
     rule loaders_claims:
         input:
@@ -85,7 +85,7 @@ if LOADERS["enabled"]:
 
     CLAIMS["loaders"] = rules.loaders_claims.output[0]
     TARGETS["loaders"] = [
-        *expand(f"{FIGURES}/loaders/{{name}}.png", name=list(LOADERS_FIGS)),
+        *expand(f"{FIGURES}/loaders/{{name}}.png", name=LOADERS_FIG_NAMES),
         *[p for paths in LOADERS_RECORDS.values() for p in paths],
         *rules.loaders_claims.output,
     ]

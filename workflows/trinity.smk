@@ -16,6 +16,8 @@ if TRI["enabled"]:
         "placement": [f"{TRI_R}/placement.parquet"],
     }
 
+    TRI_FIG_NAMES = figure_names(TRI_FIGS, TRI_RECORDS)
+
     rule trinity_build:
         input:
             manifest=dataset_manifest("{dataset}"),
@@ -102,20 +104,19 @@ if TRI["enabled"]:
             "{BENCH} trinity measure placement --input roofline={input.roofline} --input trace={input.trace} "
             "--out {output} {params.run} --params {params.p:q}"
 
-    rule trinity_figure:
+    rule trinity_figures:
         input:
-            unpack(lambda wc: pick(TRI_RECORDS, TRI_FIGS.records_of(wc.name))),
+            **figure_inputs(TRI_FIGS, TRI_RECORDS, TRI_FIG_NAMES),
         output:
-            png=report(f"{FIGURES}/trinity/{{name}}.png", caption="report/trinity/figure.rst", category="Trinity"),
-            pdf=f"{FIGURES}/trinity/{{name}}.pdf",
+            **figure_outputs("trinity", TRI_FIG_NAMES, "Trinity"),
         params:
             records=lambda wc, input: records_arg(input),
-        wildcard_constraints:
-            name="|".join(TRI_FIGS),
+            names=" ".join(TRI_FIG_NAMES),
+            out=f"{FIGURES}/trinity",
         benchmark:
-            f"{BENCHMARKS}/trinity/figure_{{name}}.tsv"
+            f"{BENCHMARKS}/trinity/figures.tsv"
         shell:
-            "{BENCH} trinity figure {wildcards.name} {params.records} --out {output.png}"
+            "{BENCH} trinity figure {params.names} {params.records} --out-dir {params.out}"
 
     rule trinity_claims:
         input:
@@ -133,7 +134,7 @@ if TRI["enabled"]:
 
     CLAIMS["trinity"] = rules.trinity_claims.output[0]
     TARGETS["trinity"] = [
-        *expand(f"{FIGURES}/trinity/{{name}}.png", name=list(TRI_FIGS)),
+        *expand(f"{FIGURES}/trinity/{{name}}.png", name=TRI_FIG_NAMES),
         *[p for paths in TRI_RECORDS.values() for p in paths],
         *rules.trinity_claims.output,
     ]

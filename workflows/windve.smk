@@ -9,6 +9,8 @@ if WINDVE["enabled"]:
     WINDVE_RECORDS = {"profile": [f"{RESULTS}/windve/profile.parquet"],
                       "serving": [f"{RESULTS}/windve/serving.parquet"]}
 
+    WINDVE_FIG_NAMES = figure_names(WINDVE_FIGS, WINDVE_RECORDS)
+
     rule windve_profile:
         output:
             WINDVE_RECORDS["profile"][0],
@@ -36,20 +38,19 @@ if WINDVE["enabled"]:
             "{BENCH} windve measure serving --input profile={input.profile} --out {output} {params.run} "
             "--params {params.p:q}"
 
-    rule windve_figure:
+    rule windve_figures:
         input:
-            unpack(lambda wc: pick(WINDVE_RECORDS, WINDVE_FIGS.records_of(wc.name))),
+            **figure_inputs(WINDVE_FIGS, WINDVE_RECORDS, WINDVE_FIG_NAMES),
         output:
-            png=report(f"{FIGURES}/windve/{{name}}.png", caption="report/windve/figure.rst", category="WindVE"),
-            pdf=f"{FIGURES}/windve/{{name}}.pdf",
+            **figure_outputs("windve", WINDVE_FIG_NAMES, "WindVE"),
         params:
             records=lambda wc, input: records_arg(input),
-        wildcard_constraints:
-            name="|".join(WINDVE_FIGS),
+            names=" ".join(WINDVE_FIG_NAMES),
+            out=f"{FIGURES}/windve",
         benchmark:
-            f"{BENCHMARKS}/windve/figure_{{name}}.tsv"
+            f"{BENCHMARKS}/windve/figures.tsv"
         shell:
-            "{BENCH} windve figure {wildcards.name} {params.records} --out {output.png}"
+            "{BENCH} windve figure {params.names} {params.records} --out-dir {params.out}"
 
     rule windve_claims:
         input:
@@ -67,7 +68,7 @@ if WINDVE["enabled"]:
 
     CLAIMS["windve"] = rules.windve_claims.output[0]
     TARGETS["windve"] = [
-        *expand(f"{FIGURES}/windve/{{name}}.png", name=list(WINDVE_FIGS)),
+        *expand(f"{FIGURES}/windve/{{name}}.png", name=WINDVE_FIG_NAMES),
         *WINDVE_RECORDS["profile"],
         *WINDVE_RECORDS["serving"],
         *rules.windve_claims.output,

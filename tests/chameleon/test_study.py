@@ -107,7 +107,7 @@ def test_cli_registers_the_study_with_the_standard_verbs():
 
     p = build_parser(["chameleon"])
     a = p.parse_args(["chameleon", "figure", "fig7", "--records", "queue=x.parquet", "--out", "y.png"])
-    assert a.name == "fig7"
+    assert a.names == ["fig7"]
     a = p.parse_args(["chameleon", "measure", "nodes", "--input", "manifest=m", "--input", "index=i", "--out", "o",
                       "--profile", "t", "--seed", "1", "--threads", "1", "--params", "{}"])
     assert a.step == "nodes"

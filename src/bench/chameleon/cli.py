@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 
 from ..core import studycli
-from . import claims, figures, runner
+from . import claims, runner
 
 NAME = "chameleon"
 
@@ -21,4 +21,4 @@ def _build(a: argparse.Namespace) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     studycli.register_study(sub, NAME, "Chameleon: IVF-PQ on CPU/GPU/modelled FPGA, memory nodes, RALM serving",
-                            steps=runner.STEPS, figures=figures.FIGURES, claims=claims, build=_build)
+                            steps=runner.STEPS, figures=f"{__package__}.figures", claims=claims, build=_build)

@@ -9,6 +9,7 @@ import functools
 import os
 import platform
 import subprocess
+import sys
 
 
 @functools.lru_cache(maxsize=1)
@@ -46,9 +47,16 @@ def faiss_gpu_available() -> bool:
     return hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0
 
 
+def _nvidia_device_present() -> bool:
+    return os.path.exists("/dev/nvidia0") or os.path.isdir("/proc/driver/nvidia/gpus")
+
+
 @functools.lru_cache(maxsize=1)
 def gpu_info() -> dict | None:
-    """Model, count and driver of the CUDA GPUs, or None without CUDA."""
+    """Model, count and driver of the CUDA GPUs, or None without CUDA. Without an NVIDIA device node
+    torch is not imported for this (a step that needs no torch then pays nothing for asking)."""
+    if "torch" not in sys.modules and not _nvidia_device_present():
+        return None
     if not cuda_available():
         return None
     import torch

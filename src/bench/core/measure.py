@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 import time
 from typing import Any, Callable, Sequence
 
@@ -21,7 +22,11 @@ _THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
 def set_threads(n: int) -> dict[str, Any]:
-    """Set faiss, torch and BLAS thread counts to ``n`` and return the settings now in force."""
+    """Set faiss, torch and BLAS thread counts to ``n`` and return the settings now in force.
+
+    torch is set directly when the process has imported it; otherwise ``OMP_NUM_THREADS`` (set here,
+    before torch loads its OpenMP runtime) gives it ``n`` intra-op threads when it is imported later,
+    so a step that never uses torch does not pay 2-3 s to import it."""
     if n < 1:
         raise ValueError(f"thread count must be >= 1, got {n}")
     for var in _THREAD_ENV:
@@ -34,14 +39,18 @@ def set_threads(n: int) -> dict[str, Any]:
         settings["faiss_omp_threads"] = faiss.omp_get_max_threads()
     except ImportError:  # pragma: no cover
         pass
-    try:
-        import torch
-
-        torch.set_num_threads(n)
-        settings["torch_threads"] = torch.get_num_threads()
-    except ImportError:  # pragma: no cover
-        pass
+    settings.update(_torch_threads(set_to=n))
     return settings
+
+
+def _torch_threads(set_to: int | None = None) -> dict[str, Any]:
+    if "torch" not in sys.modules:
+        return {"torch_threads": "OMP_NUM_THREADS (torch not imported yet)"}
+    import torch
+
+    if set_to is not None:
+        torch.set_num_threads(set_to)
+    return {"torch_threads": torch.get_num_threads()}
 
 
 def thread_settings() -> dict[str, Any]:
@@ -53,12 +62,7 @@ def thread_settings() -> dict[str, Any]:
         settings["faiss_omp_threads"] = faiss.omp_get_max_threads()
     except ImportError:  # pragma: no cover
         pass
-    try:
-        import torch
-
-        settings["torch_threads"] = torch.get_num_threads()
-    except ImportError:  # pragma: no cover
-        pass
+    settings.update(_torch_threads())
     return settings
 
 

@@ -35,15 +35,29 @@ def config_hash(config: Mapping[str, Any]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+_DISTRIBUTIONS = {"numpy": ("numpy",), "torch": ("torch",), "faiss": ("faiss-cpu", "faiss-gpu", "faiss"),
+                  "pandas": ("pandas",), "ir_datasets": ("ir-datasets",)}
+
+
 def software_versions() -> dict[str, str | None]:
+    """Versions of the key packages: the imported module's when loaded, else the installed
+    distribution's (so asking does not import torch into a step that does not use it)."""
     versions: dict[str, str | None] = {"python": platform.python_version()}
-    for mod in ("numpy", "torch", "faiss", "pandas", "ir_datasets"):
-        try:
-            m = __import__(mod)
-            versions[mod] = getattr(m, "__version__", None)
-        except ImportError:
-            versions[mod] = None
+    for mod, dists in _DISTRIBUTIONS.items():
+        versions[mod] = (getattr(sys.modules[mod], "__version__", None) if mod in sys.modules
+                         else _dist_version(dists))
     return versions
+
+
+def _dist_version(dists: tuple[str, ...]) -> str | None:
+    from importlib import metadata
+
+    for d in dists:
+        try:
+            return metadata.version(d)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
 
 
 def collect(*, profile: str | None, config: Mapping[str, Any] | None, seed: int | None,

@@ -3,7 +3,8 @@
 - ``build``    (optional) indexes, tables, models: files a measurement step reads;
 - ``measure STEP --out RECORDS [--input KEY=PATH ...] [--dataset NAME] --profile --seed --threads --params``
   runs one measurement step through :func:`bench.core.step.execute`;
-- ``figure NAME --records KIND=PATH ... --out PNG`` draws one registered figure from records;
+- ``figure NAME [NAME ...] --records KIND=PATH ... (--out PNG | --out-dir DIR)`` draws registered figures
+  from records (``all`` draws every one; the rule files draw a study's figures in one job);
 - ``claims --records KIND=PATH ... --params --profile --out claims.parquet`` writes the study's ledger rows.
 
 Rule files call exactly these verbs, so a study's command line looks like every other study's.
@@ -11,6 +12,7 @@ Rule files call exactly these verbs, so a study's command line looks like every 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 from pathlib import Path
 from types import ModuleType
@@ -49,9 +51,30 @@ def pairs(values: list[str] | None, flag: str) -> dict[str, list[str]]:
     return out
 
 
+class LazyRegistry:
+    """A study's figure registry, imported when first asked: a measure, build or claims job (which
+    never draws) then does not import matplotlib. Iterable and supports ``in``, so it serves as
+    argparse ``choices``."""
+
+    def __init__(self, module: str | Registry) -> None:
+        self.module = module
+        self._reg: Registry | None = module if isinstance(module, Registry) else None
+
+    def get(self) -> Registry:
+        if self._reg is None:
+            self._reg = importlib.import_module(str(self.module)).FIGURES
+        return self._reg
+
+    def __contains__(self, name: object) -> bool:
+        return name == "all" or name in self.get()
+
+    def __iter__(self):
+        return iter(["all", *self.get()])
+
+
 def register_study(sub: argparse._SubParsersAction, name: str, help: str, *,
                    steps: Mapping[str, Callable[[step.Context], step.Result]],
-                   figures: Registry, claims: ModuleType | None,
+                   figures: Registry | str, claims: ModuleType | None,
                    build: Callable[[argparse.Namespace], None] | None = None,
                    build_args: Callable[[argparse.ArgumentParser], None] | None = None) -> argparse._SubParsersAction:
     """Add ``bench <name>`` with the standard verbs; returns its sub-parsers for internal extra verbs."""
@@ -77,11 +100,14 @@ def register_study(sub: argparse._SubParsersAction, name: str, help: str, *,
     add_run_args(m)
     m.set_defaults(func=lambda a: step.execute(_context(study, a), steps[a.step]))
 
-    f = s.add_parser("figure", help="draw one registered figure from records")
-    f.add_argument("name", choices=list(figures))
+    reg = LazyRegistry(figures)
+    f = s.add_parser("figure", help="draw registered figures from records")
+    f.add_argument("names", nargs="+", metavar="NAME", choices=reg, help="figure name(s), or all")
     f.add_argument("--records", action="append", metavar="KIND=PATH", required=True)
-    f.add_argument("--out", required=True, help="PNG path (PDF and caption are written beside it)")
-    f.set_defaults(func=lambda a: figures.draw(a.name, pairs(a.records, "--records"), Path(a.out)))
+    out = f.add_mutually_exclusive_group(required=True)
+    out.add_argument("--out", help="PNG path of the one figure named (PDF and caption are written beside it)")
+    out.add_argument("--out-dir", help="folder: each figure goes to DIR/NAME.png (PDF and caption beside it)")
+    f.set_defaults(func=lambda a: _figures(reg, a))
 
     if claims is not None:
         c = s.add_parser("claims", help="the study's rows of the claims ledger, from records")
@@ -91,6 +117,18 @@ def register_study(sub: argparse._SubParsersAction, name: str, help: str, *,
         c.add_argument("--params", type=json_arg, required=True)
         c.set_defaults(func=lambda a: _claims(claims, study, a))
     return s
+
+
+def _figures(reg: LazyRegistry, a: argparse.Namespace) -> list[Path]:
+    registry = reg.get()
+    names = list(registry) if "all" in a.names else list(dict.fromkeys(a.names))
+    if a.out is not None and len(names) != 1:
+        raise ConfigError(f"figure: --out takes one figure, {len(names)} named; use --out-dir")
+    inputs = pairs(a.records, "--records")
+    written: list[Path] = []
+    for n in names:
+        written += registry.draw(n, inputs, Path(a.out) if a.out else Path(a.out_dir) / f"{n}.png")
+    return written
 
 
 def _context(study: str, a: argparse.Namespace) -> step.Context:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..core import studycli
-from . import claims, figures, runner
+from . import claims, runner
 
 NAME = "espn"
 
@@ -46,5 +46,5 @@ def _add_worker(s: argparse._SubParsersAction) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     s = studycli.register_study(sub, NAME, "ESPN: multi-vector re-ranking embeddings on SSD with a prefetcher",
-                                steps=runner.STEPS, figures=figures.FIGURES, claims=claims, build=_build)
+                                steps=runner.STEPS, figures=f"{__package__}.figures", claims=claims, build=_build)
     _add_worker(s)

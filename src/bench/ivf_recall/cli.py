@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 
 from ..core import studycli
-from . import claims, figures, runner
+from . import claims, runner
 
 NAME = "ivf-recall"
 
@@ -27,5 +27,5 @@ def _build(a: argparse.Namespace) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     studycli.register_study(sub, NAME, "IVF-PQ recall and queries/s against nprobe",
-                            steps=runner.STEPS, figures=figures.FIGURES, claims=claims,
+                            steps=runner.STEPS, figures=f"{__package__}.figures", claims=claims,
                             build=_build)

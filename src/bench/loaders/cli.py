@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from ..core import studycli
-from . import claims, figures, runner
+from . import claims, runner
 
 NAME = "loaders"
 
@@ -37,4 +37,4 @@ def _build(a: argparse.Namespace) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     studycli.register_study(sub, NAME, "document loaders x DP/DDP: samples/s and memory (Moving Stuff Around)",
-                            steps=runner.STEPS, figures=figures.FIGURES, claims=claims, build=_build)
+                            steps=runner.STEPS, figures=f"{__package__}.figures", claims=claims, build=_build)

@@ -6,7 +6,7 @@ import time
 
 from ..core import studycli
 from ..core.errors import ConfigError
-from . import claims, figures, runner
+from . import claims, runner
 
 NAME = "trinity"
 
@@ -37,4 +37,4 @@ def _build(a: argparse.Namespace) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     studycli.register_study(sub, NAME, "Trinity: continuous batching and stage-aware scheduling of graph search",
-                            steps=runner.STEPS, figures=figures.FIGURES, claims=claims, build=_build)
+                            steps=runner.STEPS, figures=f"{__package__}.figures", claims=claims, build=_build)

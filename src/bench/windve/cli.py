@@ -54,9 +54,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     if _serving_only():
         s = sub.add_parser(NAME, help=help_).add_subparsers(dest="verb", required=True)
     else:
-        from . import claims, figures, runner
+        from . import claims, runner
 
-        s = studycli.register_study(sub, NAME, help_, steps=runner.STEPS, figures=figures.FIGURES, claims=claims)
+        s = studycli.register_study(sub, NAME, help_, steps=runner.STEPS, figures=f"{__package__}.figures", claims=claims)
     sv = s.add_parser("serve", help="run the embedding service (TEI/OpenAI endpoints, /health, /metrics)")
     add_serve_args(sv)
     sv.set_defaults(func=_serve)
