@@ -15,6 +15,10 @@ export MPLCONFIGDIR ?= $(CURDIR)/.cache/matplotlib
 export HF_HOME ?= $(CURDIR)/.cache/huggingface
 export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
+# pip installs without byte-compiling (that halves the venv's install time: most of transformers' and
+# torch's modules are never imported here) and Python compiles what is used on its first import, into
+# the venv. So bytecode writing is on for make's commands even where the shell turns it off.
+export PYTHONDONTWRITEBYTECODE :=
 
 .PHONY: run test bench report venv clean-results asv-continuous asv-publish
 
@@ -22,9 +26,9 @@ venv: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml $(CONSTRAINTS)
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
-	$(PIP) install -q -c $(CONSTRAINTS) --upgrade pip
-	$(PIP) install -q -c $(CONSTRAINTS) torch==2.13.0
-	$(PIP) install -q -c $(CONSTRAINTS) -e '.[dev]'
+	$(PIP) install -q --no-compile -c $(CONSTRAINTS) --upgrade pip
+	$(PIP) install -q --no-compile -c $(CONSTRAINTS) torch==2.13.0
+	$(PIP) install -q --no-compile -c $(CONSTRAINTS) -e '.[dev]'
 	touch $@
 
 run: venv

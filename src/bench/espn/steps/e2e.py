@@ -22,10 +22,16 @@ METHOD = ("End-to-end latency per query (wall clock): live query encoding, ANN (
           "search_preassigned), prefetch wait, critical-path embedding reads, re-ranking. Each "
           "configuration runs in its own process; memory budgets enforced by the mechanism in the "
           "`mechanism` column; the table is evicted from the page cache (posix_fadvise DONTNEED, "
-          "MADV_DONTNEED for mmap) before each measured run; warm-up queries reported apart (phase). "
+          "MADV_DONTNEED for mmap) before each pass; {warmup} warm-up pass(es) of {wq} queries, then {repeats} "
+          "measured passes of {nq} queries; warm-up rows reported apart (phase). "
           "Rows with ssd = emulated were measured on an emulated slower SSD: the worker joined a cgroup v1 "
           "blkio cgroup capping reads from the table's disk (blkio.throttle.read_iops_device, "
           "ssd_read_iops); their source is emulated and they are reported apart from the native rows.")
+
+def _method(p: dict) -> str:
+    return METHOD.format(warmup=p["warmup"], wq=p.get("warmup_queries") or p["e2e_queries"],
+                         repeats=p["repeats"], nq=p["e2e_queries"])
+
 
 # glibc in every e2e worker: two arenas, and fixed (not self-adjusting) thresholds high enough that the
 # per-query temporaries (decoded records, MaxSim operands: up to ~16 MB) are recycled from the heap. A
@@ -129,4 +135,4 @@ def e2e(ctx: Context) -> Result:
     summ = records.summarize_runs(m, ["ssd", "backend", "budget"], "total_s") if len(m) else None
     prov = common.provenance(b, budget_mechanism=mech, cgroup_unavailable_reason=None if ok else why,
                              worker_env=MALLOC_ENV, stale_cgroups_removed=[str(p) for p in stale])
-    return Result(records=df, summary=summ, method=METHOD, provenance=prov, **common.result_ids(b))
+    return Result(records=df, summary=summ, method=_method(ctx.params), provenance=prov, **common.result_ids(b))

@@ -80,13 +80,15 @@ def _row(s: Setup, kind, phase, rep, i, enc_s, res) -> dict:
 
 
 def _one_run(s: Setup, kind, store, r, phase, rep) -> tuple[list[dict], int]:
-    """Every query once, from a cold table; with page-cache eviction as the budget, evict when over."""
+    """Every query once (a warm-up pass: the first ``warmup_queries``), from a cold table; with
+    page-cache eviction as the budget, evict when over."""
     emb_budget = s.budget["budget_embedding_bytes"] if s.budget else None
     rows, evictions = [], 0
     store.cold()
     if s.cap is not None:
         s.cap.reset_peak()
-    for i in range(s.nq):
+    n = min(s.nq, s.params.get("warmup_queries") or s.nq) if phase == "warmup" else s.nq
+    for i in range(n):
         t0 = time.perf_counter()
         c, t = s.enc.encode_queries([s.texts[i]])
         enc_s = time.perf_counter() - t0
