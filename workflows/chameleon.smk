@@ -164,6 +164,7 @@ if CHAM["enabled"]:
                 "{BENCH} chameleon measure ralm {params.inputs} --out {output} {params.run} --params {params.p:q}"
 
     rule chameleon_figures:
+        priority: LAST  # draw after the measurements, two figure/claims jobs at a time
         input:
             **figure_inputs(CHAM_FIGS, CHAM_RECORDS, CHAM_FIG_NAMES),
         output:
@@ -178,6 +179,7 @@ if CHAM["enabled"]:
             "{BENCH} chameleon figure {params.names} {params.records} --out-dir {params.out}"
 
     rule chameleon_claims:
+        priority: LAST
         input:
             unpack(lambda wc: pick(CHAM_RECORDS, CHAM_CLAIM_KINDS)),
         output:

@@ -15,6 +15,10 @@ BENCHMARKS = f"{RESULTS}/benchmarks"  # snakemake `benchmark:` files of every ru
 BENCH = f"{shlex.quote(sys.executable)} -m bench"
 RUN_ARGS = f"--profile {PROFILE} --seed {SEED} --threads {THREADS}"
 
+# Figure and claims jobs (one core each) run after the measurements (which take every core), two at a
+# time, instead of one at a time beside an idle core whenever one becomes ready.
+LAST = -10
+
 # Each study's rule file appends its final outputs here; `rule all` builds them all.
 TARGETS = {}
 # Each study's rule file registers its claims record set here; workflows/ledger.smk joins them.

@@ -58,6 +58,7 @@ if ESPN["enabled"]:
             "--dataset {params.dataset} --out {output} {params.run} --params {params.p:q}"
 
     rule espn_figures:
+        priority: LAST  # draw after the measurements, two figure/claims jobs at a time
         input:
             **figure_inputs(ESPN_FIGS, ESPN_RECORDS, ESPN_FIG_NAMES),
         output:
@@ -72,6 +73,7 @@ if ESPN["enabled"]:
             "{BENCH} espn figure {params.names} {params.records} --out-dir {params.out}"
 
     rule espn_claims:
+        priority: LAST
         input:
             unpack(lambda wc: pick(ESPN_RECORDS, claims_records("espn"))),
         output:

@@ -47,6 +47,7 @@ if IVF["enabled"]:
             "--dataset {wildcards.dataset} --out {output} {params.run} --params {params.p:q}"
 
     rule ivf_recall_figures:
+        priority: LAST  # draw after the measurements, two figure/claims jobs at a time
         input:
             **figure_inputs(IVF_FIGS, IVF_RECORDS, IVF_FIG_NAMES),
         output:
@@ -61,6 +62,7 @@ if IVF["enabled"]:
             "{BENCH} ivf-recall figure {params.names} {params.records} --out-dir {params.out}"
 
     rule ivf_recall_claims:
+        priority: LAST
         input:
             unpack(lambda wc: pick(IVF_RECORDS, claims_records("ivf_recall"))),
         output:

@@ -3,6 +3,7 @@
 if CLAIMS:
 
     rule claims_ledger:
+        priority: LAST
         input:
             [CLAIMS[s] for s in sorted(CLAIMS)],
         output:

@@ -56,6 +56,7 @@ if LOADERS["enabled"]:
             "--dataset {params.dataset} --out {output} {params.run} --params {params.p:q}"
 
     rule loaders_figures:
+        priority: LAST  # draw after the measurements, two figure/claims jobs at a time
         input:
             **figure_inputs(LOADERS_FIGS, LOADERS_RECORDS, LOADERS_FIG_NAMES),
         output:
@@ -70,6 +71,7 @@ if LOADERS["enabled"]:
             "{BENCH} loaders figure {params.names} {params.records} --out-dir {params.out}"
 
     rule loaders_claims:
+        priority: LAST
         input:
             unpack(lambda wc: pick(LOADERS_RECORDS, claims_records("loaders"))),
         output:

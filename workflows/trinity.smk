@@ -105,6 +105,7 @@ if TRI["enabled"]:
             "--out {output} {params.run} --params {params.p:q}"
 
     rule trinity_figures:
+        priority: LAST  # draw after the measurements, two figure/claims jobs at a time
         input:
             **figure_inputs(TRI_FIGS, TRI_RECORDS, TRI_FIG_NAMES),
         output:
@@ -119,6 +120,7 @@ if TRI["enabled"]:
             "{BENCH} trinity figure {params.names} {params.records} --out-dir {params.out}"
 
     rule trinity_claims:
+        priority: LAST
         input:
             unpack(lambda wc: pick(TRI_RECORDS, claims_records("trinity"))),
         output:

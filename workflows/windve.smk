@@ -39,6 +39,7 @@ if WINDVE["enabled"]:
             "--params {params.p:q}"
 
     rule windve_figures:
+        priority: LAST  # draw after the measurements, two figure/claims jobs at a time
         input:
             **figure_inputs(WINDVE_FIGS, WINDVE_RECORDS, WINDVE_FIG_NAMES),
         output:
@@ -53,6 +54,7 @@ if WINDVE["enabled"]:
             "{BENCH} windve figure {params.names} {params.records} --out-dir {params.out}"
 
     rule windve_claims:
+        priority: LAST
         input:
             unpack(lambda wc: pick(WINDVE_RECORDS, claims_records("windve"))),
         output:

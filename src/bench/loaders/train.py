@@ -231,26 +231,30 @@ def run_dp(spec: RunSpec) -> dict:
     return _result(spec, 0, 1, rows, t_start, t_loaded, t_measured, load, threads)
 
 
-def run_rank(rank: int, spec: RunSpec) -> dict:
-    """One DDP rank: its own corpus copy (per the loader), model, optimizer and DataLoader."""
+def run_rank(rank: int, spec: RunSpec, *, init_method: str | None = None, local_rank: int | None = None) -> dict:
+    """One DDP rank: its own corpus copy (per the loader), model, optimizer and DataLoader. The
+    rendezvous is ``tcp://127.0.0.1:<spec.port>`` (ranks forked by :mod:`launch`) unless ``init_method``
+    names another (``env://`` under torchrun, on one node or several)."""
     import torch.distributed as dist
 
     t_start = time.monotonic()
     spec.check()
     world = spec.replicas
+    device_index = rank if local_rank is None else local_rank
     threads = spec.threads_per_replica
     torch.set_num_threads(threads)
     torch.manual_seed(spec.seed)
     dataset, load = _dataset(spec, world)
     t_loaded = time.monotonic()
     dist.init_process_group("nccl" if spec.device == "cuda" else "gloo",
-                            init_method=f"tcp://127.0.0.1:{spec.port}", rank=rank, world_size=world,
+                            init_method=init_method or f"tcp://127.0.0.1:{spec.port}", rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=spec.dist_timeout_s))
     try:
         if spec.device == "cuda":  # pragma: no cover - needs CUDA
-            torch.cuda.set_device(rank)
+            torch.cuda.set_device(device_index)
         model = _model(spec)
-        ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[rank] if spec.device == "cuda" else None)
+        ddp = torch.nn.parallel.DistributedDataParallel(
+            model, device_ids=[device_index] if spec.device == "cuda" else None)
         opt = _optimizer(model, spec.lr)
 
         def step(b):
