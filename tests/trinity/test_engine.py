@@ -120,3 +120,12 @@ def test_continuous_admits_at_the_next_extend(small, engine_factory):
         if r.admitted > starts[i]:
             assert log.active[i] == 8, "a request waits past the next extend only when every slot is busy"
         assert r.done in ends, "a request leaves at the end of its last extend"
+
+
+def test_recall_step_sweeps_parents_per_extend(study):
+    import pandas as pd
+
+    df = pd.read_parquet(study["records"]["recall"][0])
+    p2 = df[df.system == "engine-continuous-p2"]
+    assert set(p2.value) == {10, 32} and (p2.p == 2).all()
+    assert (df[df.system == "engine-continuous"].p == study["params"]["engine"]["p"]).all()

@@ -71,3 +71,15 @@ def test_bad_scheduler_parameters():
         scheduler.make("lifo", 4, scheduler.SchedParams(), {}, 0.001)
     with pytest.raises(ConfigError, match="delta=0"):
         workload.add_decode_streams(workload.Source(DEC, 4, 0), 2, DEC, 0, 0.01, 1.0, 0)
+
+
+def test_sweep_rows_vary_one_parameter_at_a_time(study):
+    import pandas as pd
+
+    df = pd.read_parquet(study["records"]["sched"][0])
+    sw = df[df.row == "sweep"]
+    assert set(sw.sweep_param) == {"r_min", "delta_tokens"}
+    assert set(sw[sw.sweep_param == "r_min"].sweep_value) == {0.1, 0.5}
+    assert set(sw.policy) == {"fifo", "trinity"} and (sw.load_frac == 0.8).all()
+    # the claims read the main grid only
+    assert len(df[df.row == "run"]) == 2 * 2 * len(set(df[df.row == "run"].policy))

@@ -36,6 +36,11 @@ DESCRIPTIONS = {
         "static against continuous batching, heterogeneous requests, Poisson and bursty arrivals (replay "
         "of real searches with measured extend times; live-engine check points measured)."
     ),
+    "sched_sweep": (
+        "The scheduler's open parameters (the paper leaves r_min, r_max, tau_pre, the retrieval interval "
+        "delta and the deadline open), swept one at a time at one prefill load: share of prefill retrievals "
+        "within their deadline and decode stall fraction, Trinity against FIFO at each value."
+    ),
     "lanes": (
         "Lane utilisation of the fixed-shape distance operation and extends per request against load, "
         "static against continuous batching."
@@ -121,20 +126,25 @@ def recall_qps(inputs: dict[str, list[Path]], out_png: Path) -> list[Path]:
     m = df[(df.phase == "measured") & (df.source == "measured")]
     rcol = [c for c in m if c.startswith("recall_at_")][0]
     datasets = sorted(m.dataset.unique())
-    col = plotting.colors(m.system.unique())
+    base = m.system.str.replace(r"-p\d+$", "", regex=True)   # engine-continuous-p2: continuous's colour, dashed
+    col = plotting.colors(base.unique())
     fig, axes = plt.subplots(1, len(datasets), figsize=(5.5 * len(datasets) + 2, 4.2), layout="constrained",
                              squeeze=False)
     for ax, ds in zip(axes[0], datasets):
         for sysname, g in m[m.dataset == ds].groupby("system"):
             s = g.groupby("value").agg(qps=("qps", "median"), lo=("qps", "min"), hi=("qps", "max"), r=(rcol, "first"))
-            ax.errorbar(s.r, s.qps, yerr=[s.qps - s.lo, s.hi - s.qps], marker="o", color=col[sysname], label=sysname)
+            pv = sysname != base[g.index[0]]
+            ax.errorbar(s.r, s.qps, yerr=[s.qps - s.lo, s.hi - s.qps], marker="s" if pv else "o",
+                        ls="--" if pv else "-", color=col[base[g.index[0]]],
+                        label=f"{base[g.index[0]]}, p = {int(g.p.iloc[0])} parents/extend" if pv else sysname)
         ax.axvline(0.95, color="0.5", ls=":", lw=1)
         ax.set(yscale="log", xlabel=rcol.replace("recall_at_", "recall@"), ylabel="queries/s (median)", title=ds)
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside right upper", fontsize="small")
     nr = df[df.source == "not_run"]
     cap = (f"{rcol.replace('recall_at_', 'recall@')} against queries/s (ann-benchmarks style): the extend engine at "
-           "batch 1, static and continuous batching sweeping top-M, and faiss IndexHNSWFlat sweeping efSearch, "
+           "batch 1, static and continuous batching sweeping top-M (dashed: continuous with more parents per extend), "
+           "and faiss IndexHNSWFlat sweeping efSearch, "
            f"same data and threads ({int(m.threads.iloc[0])}); median of the measured runs, bars min-max; dotted: "
            "recall 0.95. " + "".join(f"Not run: {w}. " for w in nr.why) + NO_PAPER)
     return plotting.save(fig, out_png, cap)
@@ -251,4 +261,39 @@ def scheduler_fig(inputs: dict[str, list[Path]], out_png: Path) -> list[Path]:
            "retrieval every delta tokens, stalled until it returns) through one FIFO queue, strict prefill or decode "
            "priority, Trinity with a fixed r, and Trinity with its control loop. Emulated LLM stages over a replay "
            "of real searches with measured extend times; median over seeds, bars min-max. " + NO_PAPER)
+    return plotting.save(fig, out_png, cap)
+
+
+@FIGURES.figure("sched_sweep", records=("sched",), title="scheduler parameters swept one at a time")
+def sched_sweep_fig(inputs: dict[str, list[Path]], out_png: Path) -> list[Path]:
+    plotting.apply_style()
+    df = _read(inputs["sched"])
+    sw = df[df.row == "sweep"] if "row" in df else df.iloc[:0]
+    col = plotting.colors(df[df.row == "run"].policy.unique())   # the scheduler figure's colours
+    params = list(dict.fromkeys(sw.sweep_param)) if len(sw) else []
+    fig, axes = plt.subplots(2, max(1, len(params)), figsize=(3.6 * max(1, len(params)) + 1, 6.2),
+                             layout="constrained", squeeze=False)
+    if not params:
+        for ax in axes.ravel():
+            plotting.not_run(ax, "no scheduler.sweep.params in the profile")
+        return plotting.save(fig, out_png, "Scheduler parameter sweep: not run (the profile sweeps nothing).")
+    rows = [("pre_within_deadline", "share of prefill within deadline"), ("dec_stall_fraction", "decode stall fraction")]
+    for j, name in enumerate(params):
+        g = sw[sw.sweep_param == name]
+        for i, (c, ylabel) in enumerate(rows):
+            ax = axes[i, j]
+            for pol, gp in g.groupby("policy"):
+                st = gp.groupby("sweep_value")[c].agg(["median", "min", "max"])
+                ax.errorbar(st.index, st["median"], yerr=[st["median"] - st["min"], st["max"] - st["median"]],
+                            marker="o", ms=3, capsize=2, color=col.get(pol, "0.3"),
+                            label=plotting.label_source(pol, "emulated") if j == 0 and i == 0 else None)
+            ax.set(xlabel=name, ylabel=ylabel if j == 0 else None)
+        axes[0, j].axhline(0.99, color="0.5", ls=":", lw=1)
+        axes[0, j].set_title(f"{name} (load {g.load_frac.iloc[0]:.2f} x prefill capacity)", fontsize="small")
+    plotting.legend_below(fig, ncol=5)
+    cap = (f"Scheduler parameters the paper leaves open, swept one at a time ({', '.join(params)}; the others as "
+           f"configured) at prefill load {sw.load_frac.iloc[0]:.2f} of capacity plus the decode share: top, share of "
+           f"prefill retrievals within L_pre,max (dotted: the 0.99 target); bottom, decode stall fraction. Median "
+           f"over {sw.repeat.nunique()} seeds, bars min-max. Emulated LLM stages over a replay of real searches "
+           f"with measured extend times. " + NO_PAPER)
     return plotting.save(fig, out_png, cap)

@@ -10,6 +10,8 @@
 """
 from __future__ import annotations
 
+import dataclasses
+
 import time
 
 import faiss
@@ -52,7 +54,7 @@ def _offline(eng, xq, qidx, k, top_m, policy, cuda):
     return t.seconds, np.stack([r.ids for r in done]), done, log
 
 
-def _engine_rows(ctx, base, xq, g, gt, mode, top_m, nq, cuda) -> list[dict]:
+def _engine_rows(ctx, base, xq, g, gt, mode, top_m, nq, cuda, suffix: str = "") -> list[dict]:
     p, rp = ctx.params, ctx.params["recall"]
     cap = 1 if mode == "batch1" else p["engine"]["capacity"]
     eng = setup.engine(p, base, g, cap, top_m, ctx.seed)
@@ -68,7 +70,8 @@ def _engine_rows(ctx, base, xq, g, gt, mode, top_m, nq, cuda) -> list[dict]:
             if first is not None and not np.array_equal(first, ids):
                 raise RuntimeError(f"{mode} top-M={top_m}: repeated runs returned different ids")
             first = ids
-        rows.append({"system": f"engine-{mode}", "mode": mode, "param": "top_m", "value": top_m, "phase": phase,
+        rows.append({"system": f"engine-{mode}{suffix}", "mode": mode, "param": "top_m", "value": top_m,
+                     "p": p["engine"]["p"], "phase": phase,
                      "repeat": i, "n_queries": len(qidx), "capacity": cap, "wall_s": wall, "qps": len(qidx) / wall,
                      f"recall_at_{rp['k']}": recall_at_k(ids, gt[qidx], k) if k == rp["k"] else np.nan,
                      "extends_mean": float(np.mean([r.extends for r in done])),
@@ -124,6 +127,10 @@ def recall(ctx: Context) -> Result:
     for mode in rp["modes"]:
         for m in rp["top_m"]:
             rows += _engine_rows(ctx, base, xq, g, ds.gt_ids, mode, m, n1 if mode == "batch1" else nb, cuda)
+    for pv in [v for v in rp["p_values"] if v != p["engine"]["p"]]:   # parents per extend, swept
+        cp = dataclasses.replace(ctx, params={**p, "engine": {**p["engine"], "p": pv}})
+        for m in rp["top_m"]:
+            rows += _engine_rows(cp, base, xq, g, ds.gt_ids, "continuous", m, nb, cuda, suffix=f"-p{pv}")
     hrows, hprov = _hnsw_rows(ctx, base, xq, ds.gt_ids, nb)
     rows += hrows
     rows.append({"system": "hnswlib", "mode": "batched", "param": "ef", "phase": "measured", "source": "not_run",

@@ -185,6 +185,29 @@ def _sched_row(done, streams, deadline, duration, token_s) -> dict:
             "tokens_per_s": sum(s.tokens for s in streams) / duration}
 
 
+SWEEP = ("Parameter sweep (row = sweep): one open parameter at a time (sweep_param = sweep_value, the others "
+         "as configured) at prefill load {load_frac} of capacity. ")
+
+
+def _sweep_rows(traced, cls, sp, cap, seed0) -> list[dict]:
+    """The sweep: each value of each swept parameter, each policy, ``repeats`` seeds (as the main grid)."""
+    sw = sp.get("sweep") or {}
+    rows, frac = [], sw.get("load_frac", 0.7)
+    for name, values in (sw.get("params") or {}).items():
+        for value in values:
+            spv = {**sp, name: value}
+            for policy in sw.get("policies", ["fifo", "trinity"]):
+                for rep in range(sw.get("repeats", 2)):
+                    seed = seed0 + 104729 * rep + int(frac * 1000)
+                    done, streams, _, deadline, n_streams = _sched_run(traced, cls, spv, policy, frac, cap, seed)
+                    rows.append({"row": "sweep", "policy": policy, "load_frac": frac,
+                                 "total_load": frac + spv["decode_share"], "prefill_rps": frac * cap, "repeat": rep,
+                                 "decode_streams": n_streams, "source": "emulated", "sweep_param": name,
+                                 "sweep_value": float(value),
+                                 **_sched_row(done, streams, deadline, spv["duration_s"], spv["token_ms"] / 1e3)})
+    return rows
+
+
 def sched(ctx: Context) -> Result:
     p, sp = ctx.params, ctx.params["scheduler"]
     setup.check(p, *setup.load(ctx.input("manifest"), ctx.input("graph"))[:4])
@@ -202,10 +225,11 @@ def sched(ctx: Context) -> Result:
                 rows.append({"row": "run", **base, **_sched_row(done, streams, deadline, sp["duration_s"],
                                                                 sp["token_ms"] / 1e3)})
                 rows += [{"row": "control", **base, **h} for h in pol.history]
+    rows += _sweep_rows(traced, cls, sp, cap, ctx.seed)
     df = pd.DataFrame(rows)
     df.insert(0, "dataset", traced.dataset)
     df["capacity_rps"], df["t_ext_full_s"] = cap, traced.t_full
-    return Result(records=df, method=REPLAY + (
+    return Result(records=df, method=REPLAY + SWEEP.format(**sp.get("sweep", {}) or {"load_frac": "-"}) + (
         f"Emulated LLM stages: prefill retrievals arrive open-loop ({sp['arrival']}) at fractions (load_frac) of "
         f"the prefill capacity {cap:.0f}/s (slots / (prefill extends x mean extend time at full occupancy)) with "
         f"deadline L_pre,max = {sp['deadline_factor']} x the prefill search time at full occupancy; decode "
