@@ -96,4 +96,4 @@ def test_every_report_caption_exists(repo):
             assert "{" not in cap, f"{smk.name}: caption paths are not expanded by wildcards: {cap}"
             assert (repo / "workflows" / cap).is_file(), f"{smk.name}: missing caption {cap}"
             found += 1
-    assert found >= 3
+    assert found >= 2   # the ledger's; a figure's report caption is written by its figure job (test_contract)
