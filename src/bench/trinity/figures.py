@@ -228,6 +228,15 @@ def lanes(inputs: dict[str, list[Path]], out_png: Path) -> list[Path]:
     return plotting.save(fig, out_png, cap)
 
 
+def _policy_medians(ax, df, x, c, col, scale=1.0, label=True) -> None:
+    """One line per policy: the median of ``c`` over seeds against ``x``, bars min-max (emulated runs)."""
+    for pol, g in df.groupby("policy"):
+        s = g.groupby(x)[c].agg(["median", "min", "max"]) * scale
+        ax.errorbar(s.index, s["median"], yerr=[s["median"] - s["min"], s["max"] - s["median"]], marker="o",
+                    ms=3, capsize=2, color=col.get(pol, "0.3"),
+                    label=plotting.label_source(pol, "emulated") if label else None)
+
+
 @FIGURES.figure("scheduler", records=("sched",), title="stage-aware scheduling against baselines")
 def scheduler_fig(inputs: dict[str, list[Path]], out_png: Path) -> list[Path]:
     plotting.apply_style()
@@ -239,10 +248,7 @@ def scheduler_fig(inputs: dict[str, list[Path]], out_png: Path) -> list[Path]:
               ("pre_within_deadline", "share of prefill within deadline", 1),
               ("dec_stall_fraction", "decode stall fraction", 1), ("tokens_per_s", "emulated decode tokens/s", 1)]
     for ax, (c, title, k) in zip(axes, panels):
-        for pol, g in runs.groupby("policy"):
-            s = g.groupby("total_load")[c].agg(["median", "min", "max"]) * k
-            ax.errorbar(s.index, s["median"], yerr=[s["median"] - s["min"], s["max"] - s["median"]], marker="o",
-                        ms=3, capsize=2, color=col[pol], label=plotting.label_source(pol, "emulated"))
+        _policy_medians(ax, runs, "total_load", c, col, scale=k)
         ax.set(xlabel="offered load (prefill + decode, x capacity)", title=title)
     axes[0].axhline(runs.deadline_s.iloc[0] * 1e3, color="0.5", ls=":", lw=1)
     axes[1].axhline(0.99, color="0.5", ls=":", lw=1)
@@ -282,11 +288,7 @@ def sched_sweep_fig(inputs: dict[str, list[Path]], out_png: Path) -> list[Path]:
         g = sw[sw.sweep_param == name]
         for i, (c, ylabel) in enumerate(rows):
             ax = axes[i, j]
-            for pol, gp in g.groupby("policy"):
-                st = gp.groupby("sweep_value")[c].agg(["median", "min", "max"])
-                ax.errorbar(st.index, st["median"], yerr=[st["median"] - st["min"], st["max"] - st["median"]],
-                            marker="o", ms=3, capsize=2, color=col.get(pol, "0.3"),
-                            label=plotting.label_source(pol, "emulated") if j == 0 and i == 0 else None)
+            _policy_medians(ax, g, "sweep_value", c, col, label=j == 0 and i == 0)
             ax.set(xlabel=name, ylabel=ylabel if j == 0 else None)
         axes[0, j].axhline(0.99, color="0.5", ls=":", lw=1)
         axes[0, j].set_title(f"{name} (load {g.load_frac.iloc[0]:.2f} x prefill capacity)", fontsize="small")
