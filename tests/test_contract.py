@@ -113,3 +113,19 @@ def test_registry_writes_the_report_caption(tmp_path):
     rst = (tmp_path / "a.report.rst").read_text()
     assert tmp_path / "a.report.rst" in written
     assert rst.startswith("{% raw %}") and "What A shows." in rst and "This run: {not a template}." in rst
+
+
+def test_figure_verb_takes_several_names_or_all():
+    from bench.cli import build_parser
+    from bench.core.errors import ConfigError
+
+    p = build_parser(["ivf-recall"])
+    a = p.parse_args(["ivf-recall", "figure", "all", "--records", "recall=x.parquet", "--out-dir", "d"])
+    assert a.names == ["all"] and a.out_dir == "d"
+    with pytest.raises(SystemExit):
+        p.parse_args(["ivf-recall", "figure", "nope", "--records", "recall=x", "--out-dir", "d"])
+    a = p.parse_args(["ivf-recall", "figure", "recall_vs_nprobe", "recall_vs_nprobe", "--records", "recall=x",
+                      "--out", "y.png"])
+    a.names.append("other")
+    with pytest.raises(ConfigError, match="--out takes one figure"):
+        a.func(a)

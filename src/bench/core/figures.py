@@ -59,10 +59,6 @@ class Registry:
     def records_of(self, name: str) -> tuple[str, ...]:
         return self._figs[name].records
 
-    def records(self) -> tuple[str, ...]:
-        """Every record kind some figure reads (the inputs of the one job that draws them all)."""
-        return tuple(dict.fromkeys(k for f in self._figs.values() for k in f.records))
-
     def description(self, name: str) -> str:
         return self.descriptions.get(name) or self._figs[name].title
 
