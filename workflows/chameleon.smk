@@ -172,11 +172,12 @@ if CHAM["enabled"]:
         params:
             records=lambda wc, input: records_arg(input),
             names=" ".join(CHAM_FIG_NAMES),
+            formats=FIGURE_FORMATS,
             out=f"{FIGURES}/chameleon",
         benchmark:
             f"{CHAM_B}/figures.tsv"
         shell:
-            "{BENCH} chameleon figure {params.names} {params.records} --out-dir {params.out}"
+            "{BENCH} chameleon figure {params.names} {params.records} --out-dir {params.out} --formats {params.formats}"
 
     rule chameleon_claims:
         priority: LAST
@@ -196,7 +197,6 @@ if CHAM["enabled"]:
     CLAIMS["chameleon"] = rules.chameleon_claims.output[0]
     TARGETS["chameleon"] = [
         *expand(f"{CHAM_F}/{{name}}.png", name=CHAM_FIG_NAMES),
-        *expand(f"{CHAM_F}/{{name}}.pdf", name=CHAM_FIG_NAMES),
         *[p for paths in CHAM_RECORDS.values() for p in paths],
         *rules.chameleon_claims.output,
     ]

@@ -14,6 +14,7 @@ BENCHMARKS = f"{RESULTS}/benchmarks"  # snakemake `benchmark:` files of every ru
 # One process per job: the interpreter snakemake runs under, so the venv's `bench` is used.
 BENCH = f"{shlex.quote(sys.executable)} -m bench"
 RUN_ARGS = f"--profile {PROFILE} --seed {SEED} --threads {THREADS}"
+FIGURE_FORMATS = ",".join(config["figure_formats"])  # png, plus pdf/svg where the profile asks
 
 # Figure and claims jobs (one core each) run after the measurements (which take every core), two at a
 # time, instead of one at a time beside an idle core whenever one becomes ready.
@@ -61,13 +62,12 @@ def figure_inputs(figs, records, names):
 
 def figure_outputs(study, names, category):
     """A study's figures: each PNG in the report (captioned by the ``NAME.report.rst`` the figure job
-    writes beside it: what the figure shows, then the run's details) and its PDF."""
+    writes beside it: what the figure shows, then the run's details) and its other FIGURE_FORMATS."""
     d = f"{FIGURES}/{study}"
-    return {
-        "png": [report(f"{d}/{n}.png", caption=os.path.abspath(f"{d}/{n}.report.rst"), category=category)
-                for n in names],
-        "pdf": [f"{d}/{n}.pdf" for n in names],
-    }
+    out = {"png": [report(f"{d}/{n}.png", caption=os.path.abspath(f"{d}/{n}.report.rst"), category=category)
+                   for n in names]}
+    out.update({f: [f"{d}/{n}.{f}" for n in names] for f in config["figure_formats"] if f != "png"})
+    return out
 
 
 def claims_records(study):

@@ -66,11 +66,12 @@ if ESPN["enabled"]:
         params:
             records=lambda wc, input: records_arg(input),
             names=" ".join(ESPN_FIG_NAMES),
+            formats=FIGURE_FORMATS,
             out=f"{FIGURES}/espn",
         benchmark:
             f"{BENCHMARKS}/espn/figures.tsv"
         shell:
-            "{BENCH} espn figure {params.names} {params.records} --out-dir {params.out}"
+            "{BENCH} espn figure {params.names} {params.records} --out-dir {params.out} --formats {params.formats}"
 
     rule espn_claims:
         priority: LAST

@@ -55,11 +55,12 @@ if IVF["enabled"]:
         params:
             records=lambda wc, input: records_arg(input),
             names=" ".join(IVF_FIG_NAMES),
+            formats=FIGURE_FORMATS,
             out=f"{FIGURES}/ivf_recall",
         benchmark:
             f"{BENCHMARKS}/ivf_recall/figures.tsv"
         shell:
-            "{BENCH} ivf-recall figure {params.names} {params.records} --out-dir {params.out}"
+            "{BENCH} ivf-recall figure {params.names} {params.records} --out-dir {params.out} --formats {params.formats}"
 
     rule ivf_recall_claims:
         priority: LAST

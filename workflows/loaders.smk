@@ -64,11 +64,12 @@ if LOADERS["enabled"]:
         params:
             records=lambda wc, input: records_arg(input),
             names=" ".join(LOADERS_FIG_NAMES),
+            formats=FIGURE_FORMATS,
             out=f"{FIGURES}/loaders",
         benchmark:
             f"{BENCHMARKS}/loaders/figures.tsv"
         shell:
-            "{BENCH} loaders figure {params.names} {params.records} --out-dir {params.out}"
+            "{BENCH} loaders figure {params.names} {params.records} --out-dir {params.out} --formats {params.formats}"
 
     rule loaders_claims:
         priority: LAST

@@ -113,11 +113,12 @@ if TRI["enabled"]:
         params:
             records=lambda wc, input: records_arg(input),
             names=" ".join(TRI_FIG_NAMES),
+            formats=FIGURE_FORMATS,
             out=f"{FIGURES}/trinity",
         benchmark:
             f"{BENCHMARKS}/trinity/figures.tsv"
         shell:
-            "{BENCH} trinity figure {params.names} {params.records} --out-dir {params.out}"
+            "{BENCH} trinity figure {params.names} {params.records} --out-dir {params.out} --formats {params.formats}"
 
     rule trinity_claims:
         priority: LAST

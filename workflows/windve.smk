@@ -47,11 +47,12 @@ if WINDVE["enabled"]:
         params:
             records=lambda wc, input: records_arg(input),
             names=" ".join(WINDVE_FIG_NAMES),
+            formats=FIGURE_FORMATS,
             out=f"{FIGURES}/windve",
         benchmark:
             f"{BENCHMARKS}/windve/figures.tsv"
         shell:
-            "{BENCH} windve figure {params.names} {params.records} --out-dir {params.out}"
+            "{BENCH} windve figure {params.names} {params.records} --out-dir {params.out} --formats {params.formats}"
 
     rule windve_claims:
         priority: LAST

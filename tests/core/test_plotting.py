@@ -25,3 +25,15 @@ def test_labels():
         plotting.label_source("x", "guessed")
     with pytest.raises(ValueError):
         plotting.save(plt.figure(), "f.jpg")
+
+
+def test_formats_follow_the_profile(tmp_path):
+    try:
+        plotting.set_formats(["png"])
+        fig, _ = plt.subplots()
+        out = plotting.save(fig, tmp_path / "g.png")
+        assert [p.name for p in out] == ["g.png"] and not (tmp_path / "g.pdf").exists()
+        with pytest.raises(ValueError, match="png plus"):
+            plotting.set_formats(["pdf"])
+    finally:
+        plotting.set_formats(["png", "pdf"])

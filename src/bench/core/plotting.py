@@ -137,8 +137,20 @@ def legend_overlaps(fig) -> list[str]:
     return found
 
 
+FORMATS = ["png", "pdf"]   # what save() writes; set_formats() changes it (the profile's figure_formats)
+
+
+def set_formats(formats) -> None:
+    """The formats every later :func:`save` writes: PNG always (the report shows it), PDF/SVG optional."""
+    formats = list(dict.fromkeys(formats))
+    bad = [f for f in formats if f not in ("png", "pdf", "svg")]
+    if bad or "png" not in formats:
+        raise ValueError(f"figure formats {formats}: png plus any of pdf, svg")
+    FORMATS[:] = formats
+
+
 def save(fig, out_png: str | os.PathLike, caption: str | None = None) -> list[Path]:
-    """Save ``fig`` as PNG and PDF (same stem) atomically; write the caption next to them.
+    """Save ``fig`` as PNG and the other :data:`FORMATS` (same stem) atomically; write the caption next to them.
 
     Under ``BENCH_STRICT_FIGURES=1`` (the tests, which render every registered figure) a legend covering
     plotted data is an error; the pipeline skips the check (it costs one more full draw per figure)."""
@@ -151,7 +163,7 @@ def save(fig, out_png: str | os.PathLike, caption: str | None = None) -> list[Pa
     if png.suffix != ".png":
         raise ValueError(f"figure output must end in .png, got {png}")
     written = []
-    for path in (png, png.with_suffix(".pdf")):
+    for path in [png] + [png.with_suffix(f".{f}") for f in FORMATS if f != "png"]:
         with atomic_path(path) as tmp:
             fig.savefig(tmp, format=path.suffix[1:])
         written.append(path)

@@ -107,6 +107,7 @@ def register_study(sub: argparse._SubParsersAction, name: str, help: str, *,
     out = f.add_mutually_exclusive_group(required=True)
     out.add_argument("--out", help="PNG path of the one figure named (PDF and caption are written beside it)")
     out.add_argument("--out-dir", help="folder: each figure goes to DIR/NAME.png (PDF and caption beside it)")
+    f.add_argument("--formats", default="png,pdf", help="comma-separated: png plus any of pdf, svg (default png,pdf)")
     f.set_defaults(func=lambda a: _figures(reg, a))
 
     if claims is not None:
@@ -124,6 +125,12 @@ def _figures(reg: LazyRegistry, a: argparse.Namespace) -> list[Path]:
     names = list(registry) if "all" in a.names else list(dict.fromkeys(a.names))
     if a.out is not None and len(names) != 1:
         raise ConfigError(f"figure: --out takes one figure, {len(names)} named; use --out-dir")
+    from . import plotting
+
+    try:
+        plotting.set_formats(a.formats.split(","))
+    except ValueError as exc:
+        raise ConfigError(f"figure --formats: {exc}") from None
     inputs = pairs(a.records, "--records")
     written: list[Path] = []
     for n in names:
