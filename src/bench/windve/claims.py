@@ -50,6 +50,8 @@ def gains(serv: pd.DataFrame) -> pd.DataFrame:
     if not out.empty:   # no level met the SLO in every round: no interval, rather than one without the estimate
         bad = ~((out.gain_low <= out.gain + 1e-9) & (out.gain <= out.gain_high + 1e-9))
         out.loc[bad, ["gain_low", "gain_high"]] = np.nan
+        out["ci_note"] = np.where(~out.converged, "; no interval: a fine-tuning search never met the SLO in every "
+                                  "round", np.where(bad, "; no interval: no level met the SLO in every round", ""))
     return out
 
 
@@ -108,7 +110,7 @@ def _table_cells(b: Builder, g: pd.DataFrame) -> None:
                 b.add(cid, text, f"+{paper:.1%}", ours=r.gain, ci=(r.gain_low, r.gain_high), threshold=paper,
                       unit="gain", source="emulated",
                       reason=f"fine-tuned max concurrency {r.acc_only:g} -> {r.offload:g} at {slo:g} s "
-                             f"(CPU adds {r.cpu_part:g}); interval: every round met .. any round met")
+                             f"(CPU adds {r.cpu_part:g}); interval: every round met .. any round met{r.ci_note}")
 
 
 def _headline(b: Builder, g: pd.DataFrame) -> None:
@@ -119,7 +121,7 @@ def _headline(b: Builder, g: pd.DataFrame) -> None:
             b.missing(cid, "needs the v100-xeon pair fine-tuned", "", "v100-xeon not in serving_pairs")
         return
     r = r.iloc[0]
-    reason = f"(offload / accelerator only) at {loose:g} s, V100+Xeon ratios"
+    reason = f"(offload / accelerator only) at {loose:g} s, V100+Xeon ratios{r.ci_note}"
     b.add("throughput-1.22x", "1.22x throughput on the same hardware (deploying for average load)", "1.22x",
           ours=1 + r.gain, ci=(1 + r.gain_low, 1 + r.gain_high), threshold=PV.THROUGHPUT_X, unit="x",
           source="emulated", reason="max concurrency " + reason)
@@ -135,7 +137,8 @@ def _headline(b: Builder, g: pd.DataFrame) -> None:
     b.add("target-acc-not-dropping", "the accelerator's max concurrency does not drop with the CPU beside it",
           ">= 0", ours=d, ci=(r.acc_part - r.acc_only_high, r.acc_part - r.acc_only_low), threshold=0,
           unit="queries", source="emulated",
-          reason=f"accelerator depth fine-tuned with offload {r.acc_part:g} vs alone {r.acc_only:g} at {loose:g} s")
+          reason=f"accelerator depth fine-tuned with offload {r.acc_part:g} vs alone {r.acc_only:g} at {loose:g} s"
+                 f"{r.ci_note if not r.converged else ''}")
 
 
 def _trends(b: Builder, g: pd.DataFrame, prof: pd.DataFrame) -> None:
