@@ -189,22 +189,26 @@ SWEEP = ("Parameter sweep (row = sweep): one open parameter at a time (sweep_par
          "as configured) at prefill load {load_frac} of capacity. ")
 
 
+def _policy_run(traced, cls, sp, policy, frac, cap, seed0, rep) -> tuple[dict, dict, object]:
+    """One emulated run of ``policy`` at prefill load ``frac`` (seed from the repeat and the load): the
+    row's identifying columns, its measured outcome, and the policy (its control history)."""
+    seed = seed0 + 104729 * rep + int(frac * 1000)
+    done, streams, pol, deadline, n_streams = _sched_run(traced, cls, sp, policy, frac, cap, seed)
+    base = {"policy": policy, "load_frac": frac, "total_load": frac + sp["decode_share"], "prefill_rps": frac * cap,
+            "repeat": rep, "decode_streams": n_streams, "source": "emulated"}
+    return base, _sched_row(done, streams, deadline, sp["duration_s"], sp["token_ms"] / 1e3), pol
+
+
 def _sweep_rows(traced, cls, sp, cap, seed0) -> list[dict]:
     """The sweep: each value of each swept parameter, each policy, ``repeats`` seeds (as the main grid)."""
     sw = sp.get("sweep") or {}
     rows, frac = [], sw.get("load_frac", 0.7)
     for name, values in (sw.get("params") or {}).items():
         for value in values:
-            spv = {**sp, name: value}
             for policy in sw.get("policies", ["fifo", "trinity"]):
                 for rep in range(sw.get("repeats", 2)):
-                    seed = seed0 + 104729 * rep + int(frac * 1000)
-                    done, streams, _, deadline, n_streams = _sched_run(traced, cls, spv, policy, frac, cap, seed)
-                    rows.append({"row": "sweep", "policy": policy, "load_frac": frac,
-                                 "total_load": frac + spv["decode_share"], "prefill_rps": frac * cap, "repeat": rep,
-                                 "decode_streams": n_streams, "source": "emulated", "sweep_param": name,
-                                 "sweep_value": float(value),
-                                 **_sched_row(done, streams, deadline, spv["duration_s"], spv["token_ms"] / 1e3)})
+                    base, out, _ = _policy_run(traced, cls, {**sp, name: value}, policy, frac, cap, seed0, rep)
+                    rows.append({"row": "sweep", **base, "sweep_param": name, "sweep_value": float(value), **out})
     return rows
 
 
@@ -218,12 +222,8 @@ def sched(ctx: Context) -> Result:
     for policy in sp["policies"]:
         for frac in sp["prefill_loads"]:
             for rep in range(sp["repeats"]):
-                seed = ctx.seed + 104729 * rep + int(frac * 1000)
-                done, streams, pol, deadline, n_streams = _sched_run(traced, cls, sp, policy, frac, cap, seed)
-                base = {"policy": policy, "load_frac": frac, "total_load": frac + sp["decode_share"],
-                        "prefill_rps": frac * cap, "repeat": rep, "decode_streams": n_streams, "source": "emulated"}
-                rows.append({"row": "run", **base, **_sched_row(done, streams, deadline, sp["duration_s"],
-                                                                sp["token_ms"] / 1e3)})
+                base, out, pol = _policy_run(traced, cls, sp, policy, frac, cap, ctx.seed, rep)
+                rows.append({"row": "run", **base, **out})
                 rows += [{"row": "control", **base, **h} for h in pol.history]
     rows += _sweep_rows(traced, cls, sp, cap, ctx.seed)
     df = pd.DataFrame(rows)
