@@ -76,7 +76,7 @@ def kill_tree(procs) -> None:
 def _collect(procs, conns, deadline, grace_s: float = 1.0) -> tuple[dict, list[tuple[int, object]]]:
     """Results by rank, and failures (rank, error or exit code). After the first failure, others are
     gathered for ``grace_s`` more, and a rank that died (an exit code) is listed before the errors the
-    survivors then raise (a closed connection), so the report names the cause."""
+    survivors then raise (a closed connection), so the report names the cause (see ``_cause_first``)."""
     results, failures, open_conns = {}, [], dict(enumerate(conns))
     stop = deadline
     while len(results) + len(failures) < len(procs) and time.monotonic() < stop:
@@ -100,8 +100,17 @@ def _collect(procs, conns, deadline, grace_s: float = 1.0) -> tuple[dict, list[t
             stop = min(stop, time.monotonic() + grace_s)
     if not failures and len(results) < len(procs):
         raise TimeoutError
-    failures.sort(key=lambda f: not isinstance(f[1], int))
+    failures.sort(key=_cause_first)
     return results, failures
+
+
+def _cause_first(failure: tuple[int, object]) -> tuple[int, int]:
+    """Sort key: a rank that died, then bad input (the lowest rank, since every rank reads the same
+    input and which one reports first is a race), then other errors in the order they came."""
+    rank, err = failure
+    if isinstance(err, int):
+        return (0, 0)
+    return (1, rank) if isinstance(err, BenchError) else (2, 0)
 
 
 def run_processes(bodies, *, what: str, timeout_s: float = 300.0, cap_bytes: int | None = None,
