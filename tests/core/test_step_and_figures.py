@@ -65,3 +65,27 @@ def test_prefill_equals_token_by_token_decode():
     for i in range(6):
         step_logits, _ = g.step(tokens[:, i])
     assert torch.allclose(logits, step_logits, atol=1e-4)
+
+
+@pytest.mark.gpu
+def test_transformer_runs_on_cuda_with_its_cache_there_and_matches_the_cpu():
+    """The GPU-ready issue: the KV cache and every buffer live on the model's device."""
+    import torch
+
+    from bench.core.transformer import Generator, LMSpec, build_model
+
+    for arch in ("dec", "encdec"):
+        spec = LMSpec("t", arch, 32, 2, 4, vocab=50, enc_layers=1 if arch == "encdec" else 0)
+        cpu = build_model(spec, 8, 16, seed=0)
+        gpu = build_model(spec, 8, 16, seed=0).to("cuda")
+        tokens = torch.randint(0, 50, (3, 6), generator=torch.Generator().manual_seed(0))
+        outs = []
+        for model in (cpu, gpu):
+            g = Generator(spec, model, 3, 16)
+            assert g.kc[0].device == next(model.parameters()).device
+            if arch == "encdec":
+                g.set_memory(tokens)  # given on the CPU, moved to the model's device
+            logits, _ = g.prefill(tokens)
+            step, _ = g.step(tokens[:, 0])
+            outs.append((logits.cpu(), step.cpu()))
+        assert torch.allclose(outs[0][0], outs[1][0], atol=1e-3) and torch.allclose(outs[0][1], outs[1][1], atol=1e-3)

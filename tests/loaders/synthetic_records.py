@@ -36,7 +36,9 @@ def _run(rng, rid, loader, par, n, option="grid", value="-", status="ok", mem=4e
     return rows
 
 
-def train_records(path: Path, loaders=("in-memory", "indexed", "ir_datasets", "arrow"), oom=True) -> Path:
+def train_records(path: Path, loaders=("in-memory", "indexed", "ir_datasets", "arrow"), oom=True,
+                  gpus: int | None = None) -> Path:
+    """The grid; ``gpus``: as on a CUDA machine with that many GPUs (larger grid points not run)."""
     rng = np.random.default_rng(0)
     rows = []
     for l in loaders:
@@ -44,7 +46,9 @@ def train_records(path: Path, loaders=("in-memory", "indexed", "ir_datasets", "a
         for par in ("dp", "ddp"):
             for n in (1, 2):
                 st = "oom" if oom and l == "in-memory" and par == "ddp" and n == 2 else "ok"
-                rows += _run(rng, f"{l}/{par}/{n}", l, par, n, status=st, mem=mem, tput=10 * n)
+                why = f"needs {n} GPUs, {gpus} visible" if gpus is not None and n > gpus else ""
+                rows += _run(rng, f"{l}/{par}/{n}", l, par, n, status="not_run" if why else st, mem=mem,
+                             tput=10 * n, why=why)
     return records.write(path, pd.DataFrame(rows), PROV)
 
 

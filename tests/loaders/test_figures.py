@@ -26,3 +26,17 @@ def test_figure_renders(name, recs, tmp_path, monkeypatch):
         if name == "table1_samples_per_s":
             assert "OOM" in md.split("## Paper")[0]  # our OOM cell, not only the paper's
     assert all(p.exists() for p in written)
+
+
+def test_figures_and_claims_of_a_one_gpu_machine(recs, tmp_path):
+    """On one GPU the two-replica grid points are not run: every figure still draws, and claims name them."""
+    from bench.loaders import claims
+
+    from .synthetic_records import train_records
+
+    one = {**recs, "train": [train_records(tmp_path / "train.parquet", gpus=1)]}
+    for name in FIGURES:
+        FIGURES.draw(name, {k: one[k] for k in FIGURES.records_of(name)}, tmp_path / f"{name}.png")
+    rows = {r.claim_id: r for r in claims.build(one, {}, "test")}
+    ddp = [r for r in rows.values() if "ddp" in r.claim_id.lower() and "2" in r.claim_id]
+    assert all(r.verdict != "reproduced" for r in ddp)

@@ -37,7 +37,7 @@ def test_train_step_writes_runs_steps_and_memory(bundle, model_dir, tmp_path):
     assert (runs.pss_peak_bytes > 0).all() and (runs.paper_mem_bytes > 0).all()
     steps = df[df.kind == "step"]
     assert set(steps.phase) == {"warmup", "measured"} and set(df.source) == {"measured"}
-    assert "machine_busy" in df and df.attrs["provenance"]["method"].startswith("Each run forks")
+    assert "machine_busy" in df and df.attrs["provenance"]["method"].startswith("Each run starts its processes from a forkserver")
 
 
 def test_options_step_records_pin_memory_as_not_run_on_cpu(bundle, model_dir, tmp_path):

@@ -1,14 +1,19 @@
-"""Training runs: DP threads (CPU stand-in), DDP over gloo, dead ranks, timeouts, the memory cap."""
+"""Training runs: DP threads (CPU stand-in), DDP over gloo, dead ranks, timeouts, the memory cap; ranks
+started from the forkserver after this process has run torch; DP and DDP on CUDA (marked gpu)."""
 from __future__ import annotations
 
 import dataclasses
+import re
+import threading
 import time
+from pathlib import Path
 
 import psutil
 import pytest
 import torch
 
-from bench.loaders import launch, memory, model as M, train
+from bench.core import devices
+from bench.loaders import launch, memory, model as M, runner, train
 from bench.loaders.errors import ConfigError, RankFailed, RankTimeout, StoreError
 
 
@@ -26,7 +31,9 @@ def _spec(bundle, model_dir, **kw):
 
 def _no_children_left():
     time.sleep(0.2)
-    return [c for c in psutil.Process().children(recursive=True) if c.status() != psutil.STATUS_ZOMBIE]
+    server = launch.server_pids()  # the forkserver outlives the runs; the ranks are its children
+    return [c for c in psutil.Process().children(recursive=True)
+            if c.status() != psutil.STATUS_ZOMBIE and c.pid not in server]
 
 
 def test_thread_replicas_average_gradients_like_one_full_batch():
@@ -61,6 +68,9 @@ def test_two_replica_run_times_every_step(bundle, model_dir, parallel):
         assert [r["phase"] for r in res["rows"]] == ["warmup", "measured", "measured"]
         assert all(r["wait_s"] > 0 and r["compute_s"] > 0 for r in res["rows"])
         assert res["load_s"] >= 0 and not res["pin_memory_applied"]
+        # start-up is timed apart, and every step starts after it
+        assert 0 <= res["startup_s"] < out.wall_s and res["t_measured"] >= res["t_start"]
+        assert res["implementation"] == train.implementation(parallel, "cpu")
     assert out.samples and max(s["pss_bytes"] for s in out.samples) > 0
     assert not _no_children_left()
 
@@ -119,3 +129,88 @@ def test_in_memory_ddp_over_the_cap_is_an_oom_row(bundle, model_dir):
 def test_spec_is_checked_before_anything_starts():
     with pytest.raises(ConfigError, match="replicas must be >= 1"):
         dataclasses.replace(train.RunSpec("in-memory", "dp", 0, ".", "."), replicas=0).check()
+
+
+# ------------------------------------------------------------------ never fork a process that ran torch
+
+FORK = re.compile(r"""get_context\(\s*["']fork["']|set_start_method\(\s*["']fork["']|os\.fork\(|start_method\s*=\s*["']fork["']""")
+
+
+def test_no_launcher_under_src_uses_fork(repo):
+    hits = [f"{p.relative_to(repo)}:{i}" for p in sorted((repo / "src").rglob("*.py"))
+            for i, line in enumerate(p.read_text().splitlines(), 1) if FORK.search(line)]
+    assert not hits, f"fork start method used at {hits}"
+    assert launch.context().get_start_method() != "fork"
+
+
+def _threaded_backward():
+    """What the pytest process (or a pipeline job) may have done before starting ranks: torch's intra-op
+    pool and autograd's threads, busy in several threads at once."""
+    torch.set_num_threads(2)
+    net = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 1))
+
+    def work():
+        for _ in range(5):
+            net(torch.randn(128, 64)).sum().backward()
+    ts = [threading.Thread(target=work) for _ in range(3)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+
+
+def test_runs_after_threaded_backward_in_this_process_neither_crash_nor_hang(bundle, model_dir):
+    """The segfault of the flaky-fork issue: ranks forked from a process that had run backward. Five
+    times in a row: backward here, then a two-replica DP run and a two-rank DDP run."""
+    for _ in range(5):
+        _threaded_backward()
+        for parallel in ("dp", "ddp"):
+            out = launch.launch(_spec(bundle, model_dir, parallel=parallel, steps=1), timeout_s=60,
+                                sample_interval_s=0.2)
+            assert out.status == "ok"
+    assert not _no_children_left()
+
+
+def test_rank_takes_the_launchers_environment_of_the_moment(monkeypatch):
+    monkeypatch.setenv("BENCH_TEST_MARK", str(time.monotonic()))
+    out = launch.run_processes([_env_mark], what="env probe", timeout_s=60)
+    assert out.results[0]["mark"] == __import__("os").environ["BENCH_TEST_MARK"]
+
+
+def _env_mark() -> dict:
+    import os
+
+    return {"mark": os.environ.get("BENCH_TEST_MARK")}
+
+
+def test_grid_point_with_more_replicas_than_gpus_is_not_run(monkeypatch):
+    monkeypatch.setattr(devices, "gpu_count", lambda: 1)
+    assert runner._too_many_replicas(2, True) == "needs 2 GPUs, 1 visible"
+    assert runner._too_many_replicas(1, True) is None and runner._too_many_replicas(8, False) is None
+
+
+def test_dataloader_workers_use_pytorchs_default_start_method(bundle, model_dir):
+    out = launch.launch(_spec(bundle, model_dir, parallel="dp", replicas=1, num_workers=1), timeout_s=60)
+    import multiprocessing
+
+    assert out.results[0]["worker_start_method_used"] == multiprocessing.get_start_method()
+
+
+# ------------------------------------------------------------------ CUDA (real DataParallel and DDP over nccl)
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("parallel", ["dp", "ddp"])
+def test_cuda_run_uses_the_gpu_pins_memory_and_times_the_copy(bundle, model_dir, parallel):
+    out = launch.launch(_spec(bundle, model_dir, parallel=parallel, replicas=1, device="cuda", pin_memory=True,
+                              num_workers=1), timeout_s=120)
+    res = out.results[0]
+    assert res["device"] == "cuda" and res["pin_memory_applied"]
+    assert res["implementation"] == train.implementation(parallel, "cuda")
+    assert all(r["copy_s"] > 0 for r in res["rows"])
+
+
+@pytest.mark.gpu
+def test_cuda_dp_over_every_visible_gpu(bundle, model_dir):
+    n = devices.gpu_count()
+    out = launch.launch(_spec(bundle, model_dir, parallel="dp", replicas=n, device="cuda"), timeout_s=120)
+    assert out.status == "ok" and out.results[0]["implementation"] == "DataParallel (CUDA)"

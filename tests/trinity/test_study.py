@@ -73,3 +73,17 @@ def test_graph_of_other_vectors_is_refused(study, tmp_path):
     other = graph.save_graph(tmp_path / "other.ibin", g, np.zeros((100, 128), np.uint8), {})
     with pytest.raises(DataFormatError, match="does not match its vectors"):
         _run(study, "trace", study["params"], {"graph": [str(other)]}, tmp=tmp_path)
+
+
+@pytest.mark.gpu
+def test_roofline_measures_the_gpu_and_fits_each_stage(study):
+    """On CUDA the engine, the transformer and the peak GEMM all run on the GPU (Trinity Figure 1)."""
+    from bench.trinity import roofline
+
+    rec = records.read(study["records"]["roofline"][0])
+    assert set(rec.device) == {"cuda"} and (rec.u > 0).all()
+    m = rec[rec.phase == "measured"].groupby(["stage", "x"]).u.median().reset_index()
+    for stage, g in m.groupby("stage"):
+        f = roofline.fit(g.x, g.u)
+        assert f["x_sat"] > 0 and 0 < f["alpha"] <= 1, stage
+    assert "GPU" in rec.attrs["provenance"]["method"]

@@ -32,11 +32,49 @@ def cpu_count() -> int:
 
 
 def cuda_available() -> bool:
+    """Whether torch can use a CUDA GPU here. Without an NVIDIA device node torch is not even imported;
+    with one, torch's NVML-based check answers, which does not initialise CUDA in this process (a
+    process that initialised CUDA cannot fork children that use it)."""
+    if not _nvidia_device_present():
+        return False
     try:
         import torch
     except ImportError:  # pragma: no cover
         return False
-    return bool(torch.cuda.is_available())
+    old = os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK")
+    os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
+    try:
+        return bool(torch.cuda.is_available())
+    finally:
+        if old is None:
+            os.environ.pop("PYTORCH_NVML_BASED_CUDA_CHECK", None)
+        else:
+            os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = old
+
+
+def _nvidia_smi(*query: str) -> list[list[str]]:
+    """Rows of ``nvidia-smi --query-gpu=...`` (NVML; no CUDA context), or [] where it cannot answer."""
+    try:
+        out = subprocess.run(["nvidia-smi", f"--query-gpu={','.join(query)}", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=10, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [[c.strip() for c in line.split(",")] for line in out.stdout.splitlines() if line.strip()]
+
+
+def gpu_count() -> int:
+    """CUDA GPUs this process may use (CUDA_VISIBLE_DEVICES applied), asked of NVML or the driver's
+    /proc entries, never of the CUDA runtime: 0 without CUDA."""
+    if not cuda_available():
+        return 0
+    rows = _nvidia_smi("index")
+    n = len(rows) if rows else len(os.listdir("/proc/driver/nvidia/gpus")) if os.path.isdir(
+        "/proc/driver/nvidia/gpus") else 1
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        ids = [v for v in visible.split(",") if v.strip()]
+        n = min(n, len(ids)) if not (ids and ids[0].strip().startswith("-")) else 0
+    return n
 
 
 def faiss_gpu_available() -> bool:
@@ -53,28 +91,18 @@ def _nvidia_device_present() -> bool:
 
 @functools.lru_cache(maxsize=1)
 def gpu_info() -> dict | None:
-    """Model, count and driver of the CUDA GPUs, or None without CUDA. Without an NVIDIA device node
-    torch is not imported for this (a step that needs no torch then pays nothing for asking)."""
-    if "torch" not in sys.modules and not _nvidia_device_present():
-        return None
+    """Model, count and driver of the CUDA GPUs, or None without CUDA, from ``nvidia-smi`` (NVML): asking
+    costs no CUDA context, so a launcher may ask before it starts its workers. torch is asked for the
+    model only where nvidia-smi is missing."""
     if not cuda_available():
         return None
     import torch
 
-    info = {
-        "gpu_model": torch.cuda.get_device_name(0),
-        "gpu_count": torch.cuda.device_count(),
-        "cuda_runtime": torch.version.cuda,
-        "gpu_driver": None,
-    }
-    try:
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=10, check=True,
-        )
-        info["gpu_driver"] = out.stdout.strip().splitlines()[0]
-    except (OSError, subprocess.SubprocessError, IndexError):
-        pass
+    rows = _nvidia_smi("name", "driver_version")
+    info = {"gpu_model": rows[0][0] if rows else None, "gpu_count": gpu_count(),
+            "cuda_runtime": torch.version.cuda, "gpu_driver": rows[0][1] if rows and len(rows[0]) > 1 else None}
+    if info["gpu_model"] is None:  # no nvidia-smi: torch (this initialises CUDA here)
+        info["gpu_model"] = torch.cuda.get_device_name(0)
     return info
 
 

@@ -2,7 +2,8 @@
 time language-model stages: Chameleon's RALM serving (paper sections 2.1, 6.3; decoder-only and
 encoder-decoder models) and Trinity's roofline of prefill and decode against batch size (Figure 1).
 
-Weights are random (timing needs no trained weights). :class:`Generator` keeps a preallocated KV cache:
+Weights are random (timing needs no trained weights). :class:`Generator` keeps a preallocated KV cache
+on the model's device (CPU or CUDA) and in its dtype; inputs given on another device are moved there:
 :meth:`Generator.prefill` runs a whole prompt in one forward pass (the prefill stage, compute-bound),
 :meth:`Generator.step` one token per sequence (the decode stage, memory-bound).
 """
@@ -103,9 +104,11 @@ class Generator:
         import torch
 
         self.spec, self.model, self.batch, self.max_len = spec, model, batch, max_len
+        w = model.emb.weight  # the cache lives where the model runs, in its dtype
+        self.device = w.device
         d, h = spec.d_model, spec.heads
-        self.kc = [torch.zeros(batch, h, max_len, d // h) for _ in range(spec.layers)]
-        self.vc = [torch.zeros(batch, h, max_len, d // h) for _ in range(spec.layers)]
+        self.kc = [torch.zeros(batch, h, max_len, d // h, device=w.device, dtype=w.dtype) for _ in range(spec.layers)]
+        self.vc = [torch.zeros(batch, h, max_len, d // h, device=w.device, dtype=w.dtype) for _ in range(spec.layers)]
         self.cross_kv = None
         self.len = 0
 
@@ -114,7 +117,7 @@ class Generator:
         import torch
 
         with torch.inference_mode():
-            mem = self.model.encode(tokens)
+            mem = self.model.encode(tokens.to(self.device))
             self.cross_kv = [blk.cross.kv_of(blk.ln2(mem)) for blk in self.model.blocks]
 
     def step(self, token):
@@ -124,6 +127,7 @@ class Generator:
         if self.len >= self.max_len:
             raise ConfigError(f"sequence longer than max_len={self.max_len}")
         m, t = self.model, self.len
+        token = token.to(self.device)
         with torch.inference_mode():
             x = m.emb(token[:, None]) + m.pos.weight[t][None, None]
             for li, blk in enumerate(m.blocks):
@@ -152,6 +156,7 @@ class Generator:
         if self.len and t > 1:
             raise ConfigError("prefill runs on an empty cache (decode continues with step)")
         m, t0 = self.model, self.len
+        tokens = tokens.to(self.device)
         with torch.inference_mode():
             x = m.emb(tokens) + m.pos.weight[t0:t0 + t][None]
             for li, blk in enumerate(m.blocks):

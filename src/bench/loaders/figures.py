@@ -23,6 +23,13 @@ PART_LABEL = {"wait_s": "data wait (DataLoader: read + tokenize)", "copy_s": "ho
 CPU = "CPU stand-in: DP = one replica per thread in one process; DDP = one process per replica (gloo)"
 
 
+def _impl(df: pd.DataFrame) -> str:
+    """What ran as DP and DDP, from the records (older records without the column: the CPU stand-ins)."""
+    if "implementation" not in df or df.implementation.dropna().empty:
+        return CPU
+    return "ran as: " + "; ".join(sorted(set(A.runs(df).implementation.dropna())))
+
+
 def _scale(df: pd.DataFrame) -> str:
     prov = df.attrs.get("provenance", {})
     coll = prov.get("collection", {})
@@ -30,7 +37,8 @@ def _scale(df: pd.DataFrame) -> str:
     bpr = int(r.batch_per_replica.iloc[0]) if "batch_per_replica" in r and len(r) else "?"
     ml = int(r.max_length.iloc[0]) if "max_length" in r and len(r) else "?"
     model = f", batch {bpr} per replica, max length {ml}, cut-down MiniLM" if bpr != "?" else ""
-    return (f"ours: {prov.get('cpu_model', 'this CPU')}, profile {prov.get('profile', '?')}, "
+    gpu = (prov.get("gpu") or {}).get("gpu_model") if prov.get("device") == "cuda" else None
+    return (f"ours: {gpu or prov.get('cpu_model', 'this CPU')}, profile {prov.get('profile', '?')}, "
             f"{coll.get('n_docs', '?')} documents ({coll.get('collection_bytes', 0) / 1e6:.0f} MB){model}")
 
 
@@ -95,9 +103,9 @@ def fig1_step_time_share(inputs: dict[str, list[Path]], out_png: Path) -> list[P
     cap = (f"Figure 1 of the paper, measured: share of the mean step time spent waiting for the "
            f"DataLoader's batch (reading + tokenization), copying to the device and computing, per loader "
            f"and configuration (measured steps only, warm-up excluded; parts averaged over ranks). The star "
-           f"is the paper's 17.8% for ir_datasets (Tensorboard profiler, 500 steps, GPU). {CPU}. "
+           f"is the paper's 17.8% for ir_datasets (Tensorboard profiler, 500 steps, GPU). {_impl(df)}. "
            f"Scale: {_scale(df)}; {P.SCALE}. On CPU the copy is empty and compute is far slower than on a GPU, "
-           f"so the data share is smaller than on the paper's GPUs.")
+           f"so the data share is smaller there than on the paper's GPUs.")
     return plotting.save(fig, out_png, cap)
 
 
@@ -158,7 +166,7 @@ def table1_samples_per_s(inputs, out_png):
     c.tick_params(axis="x", rotation=60)
     plotting.legend_below(fig, ncol=len(loaders) + 1)
     _table1_md(cells, rel, cfgs, loaders, out_png.with_suffix(".md"), df)
-    cap = (f"Table 1 of the paper, measured: samples/s per loader under DP and DDP ({CPU}); median of the "
+    cap = (f"Table 1 of the paper, measured: samples/s per loader under DP and DDP ({_impl(df)}); median of the "
            f"measured steps with a 95% bootstrap interval, samples/s per step = samples of all replicas over "
            f"the slowest rank's step (loading and tokenization included, unlike the authors' timer). Middle: % "
            f"vs in-memory in the same configuration, ours (bars) and the paper's (stars, computed from its "
@@ -228,7 +236,7 @@ def table2_memory(inputs, out_png):
                                          for l in P.TABLE2] for cfg in pcfg}, index=pd.Index(list(P.TABLE2), name="paper"))
     md = A.markdown(t, out_png.with_suffix(".md"), "Table 2: memory in GB (summed PSS peak; paper's method beside)",
                     f"{_scale(df)}.\n\n## Paper (Table 2, GB; {P.SCALE})\n\n{A._md_table(paper)}")
-    cap = (f"Table 2 of the paper, measured: memory per loader and configuration ({CPU}). Left: PSS summed "
+    cap = (f"Table 2 of the paper, measured: memory per loader and configuration ({_impl(df)}). Left: PSS summed "
            f"over the whole process tree (ranks and DataLoader workers; shared pages split, so nothing is "
            f"counted twice), peak over the run, sampled every few tens of ms from outside the run. Middle: the "
            f"paper's method on the same runs (main process RSS, times the replicas for DDP). Right: the paper's values at "
@@ -306,7 +314,7 @@ def table3_options(inputs, out_png):
            f"({o.get('loader', '?')}, {str(o.get('parallel', '?')).upper()}, {o.get('replicas', '?')} replicas), and "
            f"the % change against the baseline (no workers, no pin_memory, page cache warm), ours as bars "
            f"(95% bootstrap intervals over steps) and the paper's as stars (computed from its Table 3). "
-           f"pin_memory is a no-op without CUDA: its rows (alone or combined) are recorded as not run on CPU. "
+           f"pin_memory is a no-op without CUDA: without it, its rows (alone or combined) are recorded as not run. "
            f"RAMDISK adds the copied files' size to memory, as the paper does. Beyond the paper: "
            f"worker start method and a cold page cache. Scale: {_scale(df)}; {P.SCALE}.")
     return [*plotting.save(fig, out_png, cap), md]
@@ -399,6 +407,6 @@ def memory_duplication(inputs, out_png):
            f"(readings during the measured steps; 95% bootstrap interval of the ratio of medians). DDP gives "
            f"every rank its own process, model and, for in-memory, its own copy of the corpus; DP threads "
            f"share one process. Stars: the same ratio computed from the paper's Table 2, whose memory is the "
-           f"main process's RSS times the GPU count (so DDP is 2x there by construction). {CPU}. "
+           f"main process's RSS times the GPU count (so DDP is 2x there by construction). {_impl(df)}. "
            f"Scale: {_scale(df)}; {P.SCALE}.")
     return plotting.save(fig, out_png, cap)

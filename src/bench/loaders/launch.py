@@ -1,6 +1,15 @@
 """Start the processes of one training run (Moving Stuff Around, section 2.1): the DP process or one
-process per DDP rank (forked from this process, which never trains, so that torch is imported once),
-sample their memory from outside, and make sure none outlives the run.
+process per DDP rank, sample their memory from outside, and make sure none outlives the run.
+
+Start method: ``forkserver``, on every device. A process that has run torch (its OpenMP pool, autograd's
+threads, a CUDA context) cannot be forked safely: the child may crash in ``backward`` or hang, and CUDA
+refuses to start in it. So the ranks are forked from a server process that has imported torch, the
+loaders and transformers (:mod:`.rank_imports`, preloaded once) but never run them, and no launcher here
+uses ``fork``. The launcher's environment, as it is when a run starts, is applied in each rank. A rank's
+start-up (from ``start()`` to the first line of its body: the fork from the server, unpickling its
+arguments) is timed apart as ``startup_s`` and never enters samples/s or the step timings.
+Memory: a rank shares the preloaded modules' pages with the server (outside the measured tree), as a
+forked rank shared them with the launcher, so the tree's PSS counts its share of them only.
 
 A rank that dies ends the run at once: the others (and every DataLoader worker) are killed, and
 :class:`RankFailed` names the rank and its error; a run past its time limit raises :class:`RankTimeout`.
@@ -41,14 +50,57 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _entry(body, rank, conn, cap_path):
-    """Body of a run process: join the memory cap first, run, send the result (or the error) back."""
+START_METHOD = "forkserver"
+PRELOAD = ["bench.loaders.rank_imports"]
+
+
+def context():
+    """The multiprocessing context of every run process (see the module docstring)."""
+    ctx = mp.get_context(START_METHOD)
+    ctx.set_forkserver_preload(PRELOAD)
+    return ctx
+
+
+def start_server() -> float:
+    """Start the forkserver now and wait until it has imported :data:`PRELOAD` (one no-op process goes
+    through it), so that no rank's start-up includes it; the seconds it took (about 0 when it ran)."""
+    ctx = context()
+    t0 = time.monotonic()
+    p = ctx.Process(target=_noop, name="bench-loaders-warm")
+    p.start()
+    p.join()
+    return time.monotonic() - t0
+
+
+def _noop() -> None:
+    pass
+
+
+def server_pids() -> set[int]:
+    """The pids of the forkserver and of multiprocessing's resource tracker (children of this process
+    that outlive the runs), for tests that look for processes left behind."""
+    from multiprocessing import forkserver, resource_tracker
+
+    pids = {getattr(forkserver._forkserver, "_forkserver_pid", None),
+            getattr(resource_tracker._resource_tracker, "_pid", None)}
+    return {p for p in pids if p}
+
+
+def _entry(body, rank, conn, cap_path, environ, t_started):
+    """Body of a run process: take the launcher's environment, join the memory cap, run, send the result
+    (or the error) back; a dict result gets ``startup_s``."""
+    startup_s = time.monotonic() - t_started
+    os.environ.clear()
+    os.environ.update(environ)
+    mp.set_start_method(None, force=True)  # the platform's default again, for DataLoader workers, as a user has it
     if cap_path:
         with open(os.path.join(cap_path, "cgroup.procs"), "w") as fh:
             fh.write(str(os.getpid()))
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
     try:
         res = body()
+        if isinstance(res, dict):
+            res["startup_s"] = startup_s
         conn.send(("ok", rank or 0, res))
         code = 0
     except BaseException as exc:  # noqa: BLE001 - everything goes back to the launcher
@@ -58,7 +110,7 @@ def _entry(body, rank, conn, cap_path):
             pass
         code = 1
     conn.close()
-    os._exit(code)  # no atexit handlers of the parent's modules in a forked child
+    os._exit(code)  # no atexit handlers of the server's modules
 
 
 def kill_tree(procs) -> None:
@@ -115,14 +167,15 @@ def _cause_first(failure: tuple[int, object]) -> tuple[int, int]:
 
 def run_processes(bodies, *, what: str, timeout_s: float = 300.0, cap_bytes: int | None = None,
                   sample_interval_s: float = 0.1, per_process: bool = False) -> Outcome:
-    """Fork one process per ``bodies[i]`` (a no-argument callable returning a picklable result) and
-    sample the memory of their tree until all have answered; see the module docstring for failures."""
-    ctx = mp.get_context("fork")
+    """Start one process per ``bodies[i]`` (a picklable no-argument callable returning a picklable result)
+    and sample the memory of their tree until all have answered; see the module docstring for failures."""
+    ctx = context()
     cap = memory.MemoryCap(cap_bytes) if cap_bytes else None
     t0 = time.monotonic()
     with (cap or _Null()):
         pipes = [ctx.Pipe(duplex=False) for _ in bodies]
-        procs = [ctx.Process(target=_entry, args=(b, r, w, str(cap.path) if cap else None),
+        env = dict(os.environ)
+        procs = [ctx.Process(target=_entry, args=(b, r, w, str(cap.path) if cap else None, env, time.monotonic()),
                              name=f"bench-loaders-{r}") for r, (b, (_, w)) in enumerate(zip(bodies, pipes))]
         for p in procs:
             p.start()
@@ -169,7 +222,7 @@ def launch(spec: train.RunSpec, *, timeout_s: float = 300.0, cap_bytes: int | No
 
 
 def launch_fn(fn, *, timeout_s: float = 300.0, sample_interval_s: float = 0.1) -> Outcome:
-    """One forked process running ``fn(None)``, its tree sampled per process."""
+    """One process running ``fn(None)`` (``fn`` picklable), its tree sampled per process."""
     return run_processes([functools.partial(fn, None)], what="loader process", timeout_s=timeout_s,
                          sample_interval_s=sample_interval_s, per_process=True)
 
@@ -182,4 +235,5 @@ class _Null:
         return False
 
 
-__all__ = ["Outcome", "launch", "launch_fn", "run_processes", "kill_tree", "free_port", "OutOfMemory", "RankFailed", "RankTimeout"]
+__all__ = ["Outcome", "launch", "launch_fn", "run_processes", "kill_tree", "free_port", "context", "start_server",
+           "server_pids", "OutOfMemory", "RankFailed", "RankTimeout"]

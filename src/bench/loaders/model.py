@@ -149,20 +149,12 @@ def load_tokenizer(model_dir: str | os.PathLike):
     return _TOKENIZERS[key]
 
 
-def preload(model_dir: str | os.PathLike | None = None, loaders=("arrow", "ir_datasets"), ddp: bool = True,
-            model: bool = True) -> None:
-    """Import what the run processes need (the loaders' libraries, transformers' model classes and, for
-    DDP, torch.distributed's lazy imports) once in the launching process, so forked ranks start at once."""
-    if "arrow" in loaders:
-        import datasets  # noqa: F401
-    if "ir_datasets" in loaders:
-        import ir_datasets  # noqa: F401
-    if ddp:
-        import torch._dynamo  # noqa: F401  - DistributedDataParallel imports it lazily (about 2 s)
-        import torch.distributed  # noqa: F401
-    if model:
-        from transformers import AutoConfig, AutoModel  # noqa: F401, I001
-        from transformers.models.bert import modeling_bert  # noqa: F401
+def preload(model_dir: str | os.PathLike | None = None) -> float:
+    """Before the runs of a step: check the saved tokenizer, and start the server the run processes are
+    forked from (:func:`.launch.start_server`; it imports torch, transformers and the loaders once, so
+    that ranks start at once). The server's start-up seconds (0 when it was running)."""
+    from . import launch
 
     if model_dir is not None:
         load_tokenizer(model_dir)
+    return launch.start_server()

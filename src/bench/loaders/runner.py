@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from pathlib import Path
 
@@ -27,6 +28,27 @@ from .stores import check_loader, make_store
 
 CPU_NOTE = ("DP (threads, CPU): torch.nn.DataParallel is a no-op on CPU, so one process runs one "
             "replica per thread; DDP: one process per replica over gloo")
+CUDA_NOTE = ("DP: torch.nn.DataParallel over the first `replicas` visible GPUs in one process; DDP: one "
+             "process per GPU over nccl; a grid point asking for more replicas than visible GPUs is not run")
+START_NOTE = ("Run processes start from a forkserver that has imported torch, transformers and the loaders but "
+              "run none of them (never forked from a process that ran torch); each rank's start-up (fork from "
+              "the server, unpickling its arguments) is timed apart as startup_s and is in no samples/s or step "
+              "time. A rank shares the preloaded modules' pages with the server, which is outside the measured "
+              "tree, so the tree's PSS counts its share of them only (as a rank forked from the launcher did). "
+              "DataLoader workers use PyTorch's default start method unless a row names one "
+              "(worker_start_method_used).")
+
+
+def _parallel_note(cuda: bool) -> str:
+    return CUDA_NOTE if cuda else CPU_NOTE
+
+
+def _too_many_replicas(replicas: int, cuda: bool) -> str | None:
+    """Why a grid point cannot run here (more replicas than visible GPUs), or None."""
+    if not cuda:
+        return None
+    n = devices.gpu_count()
+    return f"needs {replicas} GPUs, {n} visible" if replicas > n else None
 
 
 def _paths(ctx: Context) -> tuple[str, str]:
@@ -59,16 +81,24 @@ def _run_kw(p: dict) -> dict:
 
 
 def _provenance(ctx: Context, extra: dict | None = None) -> dict:
+    import multiprocessing
+
+    from . import launch, memory
+
     bundle_dir, _ = _paths(ctx)
     b = C.read_bundle(bundle_dir)
+    cuda = devices.cuda_available()
     return {"collection": {k: b[k] for k in ("n_docs", "collection_bytes", "checksum", "source")},
             "memory_cap": memory.cap_available()[1] if ctx.params.get("memory_cap_mb") else "none",
-            "parallel_note": CPU_NOTE, **(extra or {})}
+            "parallel_note": _parallel_note(cuda), "device": "cuda" if cuda else "cpu",
+            "gpus_visible": devices.gpu_count(), "rank_start_method": launch.START_METHOD,
+            "rank_preload": launch.PRELOAD, "start_note": START_NOTE,
+            "dataloader_default_start_method": multiprocessing.get_start_method(), **(extra or {})}
 
 
 METHOD_RUN = (
-    "Each run forks its processes from the step's process (DP: one process, one replica per thread on CPU; "
-    "DDP: one process per replica, gloo); each process loads the corpus itself (timed apart as load_s), its "
+    "Each run starts its processes from a forkserver (DP: one process, one replica per thread on CPU or "
+    "DataParallel on CUDA; DDP: one process per replica, gloo on CPU, nccl on CUDA); each process loads the corpus itself (timed apart as load_s), its "
     "model from a checkpoint, then trains warmup_steps (phase=warmup) + steps (phase=measured) batches. Per "
     "step, wall clocks (perf_counter) time the wait for the DataLoader's batch (reading + tokenization), the "
     "host-to-device copy (CUDA synchronised; nothing to copy on CPU) and forward+backward+optimizer (DDP "
@@ -85,16 +115,20 @@ def train(ctx: Context) -> Result:
     from .model import preload
 
     p = ctx.params
-    preload(_paths(ctx)[1], p["loaders"], ddp=bool(p["grid"]["ddp"]))
+    server_s = preload(_paths(ctx)[1])
+    cuda = devices.cuda_available()
     rows = []
     for loader in p["loaders"]:
         for parallel in ("dp", "ddp"):
             for replicas in p["grid"][parallel]:
-                spec = _spec(ctx, loader, parallel, replicas)
-                rows += runs.measure_run(spec, {"run_id": f"{loader}/{parallel}/{replicas}",
-                                                "option": "grid", "option_value": "-"}, **_run_kw(p))
-    return Result(records=pd.DataFrame(rows), method=METHOD_RUN + CPU_NOTE + ".",
-                  provenance=_provenance(ctx), dataset_id=ctx.dataset)
+                base = {"run_id": f"{loader}/{parallel}/{replicas}", "option": "grid", "option_value": "-"}
+                why = _too_many_replicas(replicas, cuda)
+                if why:
+                    rows.append(runs.not_run_row(base, loader, parallel, replicas, why))
+                    continue
+                rows += runs.measure_run(_spec(ctx, loader, parallel, replicas), base, **_run_kw(p))
+    return Result(records=pd.DataFrame(rows), method=METHOD_RUN + _parallel_note(cuda) + ". " + START_NOTE,
+                  provenance=_provenance(ctx, {"rank_server_start_s": server_s}), dataset_id=ctx.dataset)
 
 
 def _option_runs(o: dict) -> list[tuple[str, str, dict, dict]]:
@@ -119,24 +153,24 @@ def options(ctx: Context) -> Result:
     from .model import preload
 
     p, o = ctx.params, ctx.params["options"]
-    preload(_paths(ctx)[1], [o["loader"]], ddp=o["parallel"] == "ddp")
+    server_s = preload(_paths(ctx)[1])
     cuda = devices.cuda_available()
     rows = []
     for option, value, changes, flags in _option_runs(o):
         base = {"run_id": f"{option}={value}", "option": option, "option_value": value}
-        if changes.get("pin_memory") and not cuda:
-            # a no-op without CUDA, recorded so: the same run without pin_memory is another row (or is
-            # not the paper's combination), so nothing new would be measured
-            rows.append({**base, "kind": "run", "loader": o["loader"], "parallel": o["parallel"],
-                         "replicas": o["replicas"], "status": "not_run", "source": "not_run",
-                         "phase": "measured", "why": "pin_memory needs CUDA (a no-op on CPU)"})
+        # pin_memory is a no-op without CUDA, recorded so: the same run without it is another row
+        why = "pin_memory needs CUDA (a no-op on CPU)" if changes.get("pin_memory") and not cuda else None
+        why = why or _too_many_replicas(o["replicas"], cuda)
+        if why:
+            rows.append(runs.not_run_row(base, o["loader"], o["parallel"], o["replicas"], why))
             continue
         spec = _spec(ctx, o["loader"], o["parallel"], o["replicas"], **changes)
         rows += runs.measure_run(spec, base, **flags, **_run_kw(p))
-    return Result(records=pd.DataFrame(rows), provenance=_provenance(ctx, {"options": o}), dataset_id=ctx.dataset,
+    return Result(records=pd.DataFrame(rows), provenance=_provenance(ctx, {"options": o, "rank_server_start_s": server_s}), dataset_id=ctx.dataset,
                   method=METHOD_RUN + "Options as Table 3 (ir_datasets, DDP); beyond the paper: DataLoader "
                   "worker start method and a cold page cache (posix_fadvise DONTNEED on the loader's files "
-                  "before the run). pin_memory is a no-op without CUDA: its rows are recorded as not_run on CPU.")
+                  "before the run). pin_memory is a no-op without CUDA: its rows are recorded as not_run on CPU. "
+                  + START_NOTE)
 
 
 def _dataset(ctx: Context, loader: str, n: int):
@@ -183,21 +217,21 @@ def loader_only(ctx: Context) -> Result:
                   "repeat; repeat 0 is a warm-up.")
 
 
-def _worker_target(spec, batches: int):
-    """Run process of the workers step: iterate the DataLoader (no model), reporting batch end times."""
-    def run(_spec):
-        from .model import load_tokenizer
-        from .train import _dataset as build_ds, _loader
-        ds, load = build_ds(spec, 1)
-        t_loaded = time.monotonic()
-        it, ends = iter(_loader(spec, ds, 0, 1, load_tokenizer(spec.model_dir))), []
-        for _ in range(batches):
-            next(it)
-            ends.append(time.monotonic())
-        del it
-        return {"rank": 0, "rows": [], "t_loaded": t_loaded, "t_measured": t_loaded, "t_end": ends[-1],
-                "batch_ends": ends, "torch_threads": 1, "pin_memory_applied": False, **load}
-    return run
+def iterate_loader(spec, batches: int, _arg=None) -> dict:
+    """Run process of the workers step: iterate the DataLoader (no model), reporting batch end times.
+    Module level, so that it pickles to a process started by the forkserver."""
+    from .model import load_tokenizer
+    from .train import _dataset as build_ds, _loader
+
+    ds, load = build_ds(spec, 1)
+    t_loaded = time.monotonic()
+    it, ends = iter(_loader(spec, ds, 0, 1, load_tokenizer(spec.model_dir))), []
+    for _ in range(batches):
+        next(it)
+        ends.append(time.monotonic())
+    del it
+    return {"rank": 0, "rows": [], "t_loaded": t_loaded, "t_measured": t_loaded, "t_end": ends[-1],
+            "batch_ends": ends, "torch_threads": 1, "pin_memory_applied": False, **load}
 
 
 def workers(ctx: Context) -> Result:
@@ -206,7 +240,7 @@ def workers(ctx: Context) -> Result:
     from .model import preload
 
     p, o = ctx.params, ctx.params["workers"]
-    preload(_paths(ctx)[1], o["loaders"], ddp=False, model=False)  # no model: the tokenizer only
+    server_s = preload(_paths(ctx)[1])
     rows = []
     for loader in map(check_loader, o["loaders"]):
         for w in o["num_workers"]:
@@ -215,11 +249,11 @@ def workers(ctx: Context) -> Result:
             spec = _spec(ctx, loader, "dp", 1, num_workers=w)
             spec = dataclasses.replace(spec, batch_per_replica=o["batch_size"], steps=o["batches"],
                                        warmup_steps=0)
-            out = launch.launch_fn(_worker_target(spec, o["batches"]), timeout_s=p["run_timeout_s"],
+            out = launch.launch_fn(functools.partial(iterate_loader, spec, o["batches"]), timeout_s=p["run_timeout_s"],
                                    sample_interval_s=o["sample_interval_s"])
             rows += _worker_rows(out, loader, w)
-    return Result(records=pd.DataFrame(rows), dataset_id=ctx.dataset, provenance=_provenance(ctx),
-                  method="One process (forked) iterates a DataLoader with num_workers forked workers, no model, "
+    return Result(records=pd.DataFrame(rows), dataset_id=ctx.dataset, provenance=_provenance(ctx, {"rank_server_start_s": server_s}),
+                  method="One process (started by the forkserver) iterates a DataLoader with num_workers workers (PyTorch's default start method), no model, "
                   "batches of batch_size samples; a thread outside it reads PSS and USS of the process and of "
                   "each worker every sample_interval_s (psutil). Each reading is tagged with the number of "
                   "batches delivered so far. USS growth of a worker is its private copy of pages it read.")

@@ -14,7 +14,7 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from . import filecache, launch, memory
+from . import filecache, launch, memory, train
 from .stores import make_store
 from .train import RunSpec
 
@@ -65,6 +65,9 @@ def _run_row(out: launch.Outcome, spec: RunSpec, base: dict, extra_bytes: int) -
         "pss_smaps_max_reldiff": float(rel.max()) if rel.size else float("nan"),
         "n_memory_samples": int(len(mem)), "torch_threads": out.results[0]["torch_threads"],
         "pin_memory_applied": out.results[0]["pin_memory_applied"],
+        # start-up of the ranks (fork from the server to the body's first line): in no rate or step time
+        "startup_s": float(max(r.get("startup_s", float("nan")) for r in out.results)),
+        "worker_start_method_used": out.results[0].get("worker_start_method_used") or "-",
     })
     return row
 
@@ -79,6 +82,13 @@ def _step_rows(out: launch.Outcome, spec: RunSpec, base: dict) -> list[dict]:
     return rows
 
 
+def not_run_row(base: dict, loader: str, parallel: str, replicas: int, why: str) -> dict:
+    """The run row of a configuration this machine cannot run (pin_memory without CUDA, more replicas
+    than GPUs), with the reason."""
+    return {**base, "kind": "run", "loader": loader, "parallel": parallel, "replicas": replicas,
+            "status": "not_run", "source": "not_run", "phase": "measured", "why": why}
+
+
 def measure_run(spec: RunSpec, base: dict, *, ramdisk: bool = False, cold_cache: bool = False,
                 timeout_s: float = 300.0, cap_bytes: int | None = None,
                 sample_interval_s: float = 0.05) -> list[dict]:
@@ -87,7 +97,8 @@ def measure_run(spec: RunSpec, base: dict, *, ramdisk: bool = False, cold_cache:
     base = {**base, "loader": spec.loader, "parallel": spec.parallel, "replicas": spec.replicas,
             "num_workers": spec.num_workers, "pin_memory": spec.pin_memory,
             "worker_start_method": spec.worker_start_method, "ramdisk": ramdisk, "cold_cache": cold_cache,
-            "batch_per_replica": spec.batch_per_replica, "max_length": spec.max_length, "source": "measured"}
+            "batch_per_replica": spec.batch_per_replica, "max_length": spec.max_length, "source": "measured",
+            "device": spec.device, "implementation": train.implementation(spec.parallel, spec.device)}
     files = make_store(spec.loader, spec.bundle_dir).files()
     ctx = filecache.RamdiskCopy(spec.bundle_dir, files) if ramdisk else contextlib.nullcontext()
     with ctx as rd:

@@ -1,11 +1,16 @@
 """One training run of Moving Stuff Around (section 2): the cross-encoder trained for ``warmup + steps``
 batches from one loader, under data parallelism.
 
-- ``dp``: ``torch.nn.DataParallel`` on CUDA. On a CPU it does nothing, so the CPU stand-in runs one
-  replica per thread in one process (each on a slice of the batch, gradients averaged, weights copied
-  back), the way DataParallel drives one GPU per thread: "DP (threads, CPU)".
+- ``dp``: ``torch.nn.DataParallel`` over the first ``replicas`` visible GPUs on CUDA. On a CPU it does
+  nothing, so the CPU stand-in runs one replica per thread in one process (each on a slice of the
+  batch, gradients averaged, weights copied back), the way DataParallel drives one GPU per thread:
+  "DP (threads, CPU)". :func:`implementation` names which ran; records carry it.
 - ``ddp``: one process per replica (:func:`run_rank`), ``torch.distributed`` (gloo on CPU, nccl on
-  CUDA), ``DistributedSampler``, a fixed batch per replica.
+  CUDA with one GPU per rank), ``DistributedSampler``, a fixed batch per replica.
+
+DataLoader workers use PyTorch's default start method unless a run names one (``worker_start_method``),
+as a user would run them; the method used is in each result. The iterator, and so the workers, start
+before the first backward pass: a worker never forks a process that has run autograd.
 
 Each step is timed in three parts with wall clocks: waiting for the DataLoader's batch (loading and
 tokenization, which the authors' timer left out), the host-to-device copy (CUDA synchronised), and
@@ -30,7 +35,14 @@ from .samples import Collate, TripletDataset
 from .stores import check_loader, make_store
 
 PARALLEL = ("dp", "ddp")
-START_METHODS = ("fork", "spawn", "forkserver")
+START_METHODS = ("default", "fork", "spawn", "forkserver")   # "default": PyTorch's own
+
+
+def implementation(parallel: str, device: str) -> str:
+    """What runs a replica: the paper's own DP/DDP on CUDA, or the CPU stand-ins."""
+    if device == "cuda":
+        return "DataParallel (CUDA)" if parallel == "dp" else "DDP (nccl, one GPU per rank)"
+    return "DP (threads, CPU stand-in)" if parallel == "dp" else "DDP (gloo, CPU)"
 
 
 @dataclasses.dataclass
@@ -49,7 +61,7 @@ class RunSpec:
     doc_chars: int | None = None   # cut documents before tokenizing (None: the paper's collate)
     num_workers: int = 0
     pin_memory: bool = False
-    worker_start_method: str = "fork"
+    worker_start_method: str = "default"
     threads_per_replica: int = 1   # one replica = one compute unit (a GPU in the paper, a core here)
     seed: int = 0
     lr: float = 1e-5
@@ -89,7 +101,8 @@ def _loader(spec: RunSpec, dataset, rank: int, world: int, tokenizer):
     else:  # DP splits one global batch across its replicas
         sampler = RandomSampler(dataset, generator=torch.Generator().manual_seed(spec.seed))
         batch = spec.batch_per_replica * spec.replicas
-    kw = {"multiprocessing_context": spec.worker_start_method} if spec.num_workers else {}
+    named = spec.num_workers and spec.worker_start_method != "default"
+    kw = {"multiprocessing_context": spec.worker_start_method} if named else {}
     return DataLoader(dataset, batch_size=batch, sampler=sampler, num_workers=spec.num_workers,
                       collate_fn=Collate(tokenizer, spec.max_length, spec.doc_chars), drop_last=True,
                       pin_memory=spec.pin_memory and spec.device == "cuda", **kw)
@@ -192,13 +205,24 @@ def _steps(spec: RunSpec, loader, train_step, rank: int = 0) -> tuple[list[dict]
     return rows, t_measured
 
 
+def worker_start_method(spec: RunSpec) -> str | None:
+    """The start method the DataLoader's workers use in this process (None without workers)."""
+    import multiprocessing
+
+    if not spec.num_workers:
+        return None
+    return spec.worker_start_method if spec.worker_start_method != "default" else multiprocessing.get_start_method()
+
+
 def _result(spec, rank, world, rows, t_start, t_loaded, t_measured, load, threads) -> dict:
     import psutil
 
     return {"rank": rank, "world": world, "pid": os.getpid(), "rows": rows, **load,
             "t_start": t_start, "t_loaded": t_loaded, "t_measured": t_measured, "t_end": time.monotonic(),
             "torch_threads": threads, "rss_end": psutil.Process().memory_info().rss,
-            "pin_memory_applied": bool(spec.pin_memory and spec.device == "cuda")}
+            "pin_memory_applied": bool(spec.pin_memory and spec.device == "cuda"),
+            "worker_start_method_used": worker_start_method(spec), "device": spec.device,
+            "implementation": implementation(spec.parallel, spec.device)}
 
 
 def run_dp(spec: RunSpec) -> dict:
@@ -212,7 +236,7 @@ def run_dp(spec: RunSpec) -> dict:
     t_loaded = time.monotonic()
     model = _model(spec)
     if spec.device == "cuda":  # pragma: no cover - needs CUDA
-        dp = torch.nn.DataParallel(model, device_ids=list(range(spec.replicas)))
+        dp = torch.nn.DataParallel(model, device_ids=list(range(spec.replicas)))  # gathers on GPU 0
         opt = _optimizer(model, spec.lr)
 
         def step(b):

@@ -1,5 +1,8 @@
 """Trinity steps ``roofline`` (Figure 1) and ``placement`` (Figure 2).
 
+On a CUDA machine the roofline measures the GPU (engine, transformer and peak GEMM all on it), so the
+u(X) fit gives X_sat and alpha per stage for the GPU, as the paper's Figure 1 does.
+
 - ``roofline``: on this machine, time one extend of the engine with Q concurrent queries, one prefill pass
   of the shared small transformer (bench.core.transformer) at batch B, and one decode step at batch B;
   utilisation = achieved FLOP/s / measured peak FLOP/s (a large float32 GEMM on the same device);
@@ -23,7 +26,7 @@ ROOF_METHOD = (
     "FLOPs = 3 x d x distance tasks. Prefill: one forward pass of B prompts of {T} tokens; decode: one step "
     "of B sequences after a {ctx}-token prefill; FLOPs from the model's shapes (2 per weight per token plus "
     "attention); {lr} timed runs after {lw} warm-up. All timers time.perf_counter, CUDA synchronised. "
-    "Utilisation u = FLOP/s / peak (a CPU proxy for the paper's GPU utilisation).")
+    "Utilisation u = FLOP/s / peak on {dev} ({proxy}).")
 
 
 def _peak(n: int, repeats: int, warmup: int, dev: str) -> float:
@@ -99,7 +102,9 @@ def roofline_step(ctx: Context) -> Result:
                   method=ROOF_METHOD.format(pr=rp["lm_repeats"], n=rp["peak_n"], threads=threads,
                                             pw=rp["lm_warmup"], tm=rp["search_top_m"], ew=rp["search_warmup"],
                                             er=rp["search_repeats"], T=rp["prompt_tokens"], ctx=rp["decode_context"],
-                                            lr=rp["lm_repeats"], lw=rp["lm_warmup"]),
+                                            lr=rp["lm_repeats"], lw=rp["lm_warmup"], dev=dev,
+                                            proxy="the paper's quantity: a GPU's achieved share of its peak"
+                                            if dev.startswith("cuda") else "a CPU proxy for the paper's GPU utilisation"),
                   provenance={"peak_flops": peak, "device": dev, "lm": rp["lm"]})
 
 
