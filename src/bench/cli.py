@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
+import traceback
 from pathlib import Path
 
 from . import __version__
@@ -29,6 +31,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     CLI imports its runner and figures, which is slow: a rule's job pays for one study only)."""
     p = argparse.ArgumentParser(prog="bench", description=__doc__.splitlines()[0])
     p.add_argument("--version", action="version", version=f"bench {__version__}")
+    p.add_argument("--debug", action="store_true", help="show a bug's traceback in full (or BENCH_DEBUG=1)")
     sub = p.add_subparsers(dest="command", required=True)
     from .data import cli as data_cli
 
@@ -53,19 +56,44 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 
 def _ledger(a: argparse.Namespace) -> None:
-    from .core import claims
+    from .core import claims, doors
 
+    doors.claims_files(a.claims)
+    doors.out_path("ledger", a.out, ".md")
+    doors.out_path("ledger", a.figure, ".png")
     claims.write_ledger(a.claims, a.out, a.figure, a.profile)
 
 
+def _debug(argv: list[str]) -> tuple[bool, list[str]]:
+    """``--debug`` (anywhere on the line) or ``BENCH_DEBUG=1``: show a bug's traceback in full."""
+    on = "--debug" in argv or os.environ.get("BENCH_DEBUG", "") not in ("", "0")
+    return on, [a for a in argv if a != "--debug"]
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    """Run one command. Bad input (a :class:`BenchError`, raised by the checks every command makes
+    before work) prints ``bench: error: ...`` and exits 2; argparse's own errors exit 2 too. Anything
+    else is a bug: one line naming it and where, exit 1, and the traceback with ``--debug``."""
+    debug, argv = _debug(sys.argv[1:] if argv is None else argv)
     args = build_parser(argv).parse_args(argv)
     try:
         args.func(args)
     except BenchError as exc:
         print(f"bench: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("bench: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # the reader went away (`bench data list | head`): not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except Exception as exc:  # noqa: BLE001 - a bug: say so briefly unless asked for the traceback
+        if debug:
+            raise
+        tb = traceback.extract_tb(exc.__traceback__)[-1]
+        print(f"bench: internal error: {type(exc).__name__}: {exc}\n  at {tb.filename}:{tb.lineno}; "
+              "this is a bug (rerun with --debug or BENCH_DEBUG=1 for the traceback)", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -12,7 +12,8 @@ import pandas as pd
 
 from ..core import claims, records
 
-RECORDS = ("search", "scan", "model", "queue", "nodes", "energy")   # + "ralm" when RALM is enabled
+RECORDS = ("search", "scan", "model", "queue", "nodes", "energy")
+OPTIONAL_RECORDS = ("ralm",)   # when RALM is enabled
 STUDY = "chameleon"
 NO_CUDA = "needs CUDA (no GPU on this machine), recorded as not_run"
 

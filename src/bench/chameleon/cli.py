@@ -4,11 +4,13 @@ from __future__ import annotations
 import argparse
 
 from ..core import studycli
+from ..core.step import reads
 from . import claims, runner
 
 NAME = "chameleon"
 
 
+@reads("manifest")
 def _build(a: argparse.Namespace) -> None:
     from ..core import measure
     from ..core.step import Context

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..ann import ivf as ivf_index
-from ..core.step import Context, Result
+from ..core.step import Context, Result, reads
 from . import fpga_model, paper_values, pqscan
 
 METHOD = (
@@ -99,6 +99,7 @@ def _ours(params: dict, index_paths: list[str]) -> list[dict]:
     return out
 
 
+@reads(optional=("index",))
 def model(ctx: Context) -> Result:
     """Calibrate on the authors' reference point (+ two batch-1 latencies); predict all their other FPGA points."""
     params = ctx.params

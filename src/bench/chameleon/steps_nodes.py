@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..core import records
-from ..core.step import Context, Result
+from ..core.step import Context, Result, reads
 from . import coordinator as co
 from . import pqscan
 from . import protocol as P
@@ -94,6 +94,7 @@ def _late_node(idx, xq, Iq, Dq, k, npar) -> tuple[bool, str]:
     return "did not answer" in err and el < npar["late_timeout_s"] + 1, f"{err} (after {el:.3f} s)"
 
 
+@reads("manifest", "index")
 def nodes(ctx: Context) -> Result:
     params = ctx.params
     ds, idx = load(ctx)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..core.step import Context, Result
+from ..core.step import Context, Result, reads
 from . import paper_values, pqscan, priority_queue
 from .steps_search import load
 
@@ -64,6 +64,7 @@ def _fig8_row(units: int, K: int, dist_iid: np.ndarray, dist_real: np.ndarray | 
     return row
 
 
+@reads(optional=("manifest", "index"))
 def queue(ctx: Context) -> Result:
     """Figures 7 and 8; the simulation runs on real PQ distances when ``--input manifest/index`` are given."""
     params = ctx.params

@@ -9,7 +9,7 @@ import pandas as pd
 from ..ann import ivf as ivf_index
 from ..core import records
 from ..core.errors import ConfigError
-from ..core.step import Context, Result
+from ..core.step import Context, Result, reads
 from ..data import prepared
 from . import configs, fpga_model, paper_values, pqscan
 from . import ralm as R
@@ -50,6 +50,7 @@ def _runs(spec, model_, cfg, cname, mp, size, rp, mu, sd, seed, ds_name) -> list
     return rows
 
 
+@reads("manifest_*", "index_*")
 def ralm(ctx: Context) -> Result:
     params, rp = ctx.params, ctx.params["ralm"]
     loaded = _load_sizes(ctx)
@@ -116,6 +117,7 @@ def _energy_row(dsname, cfg, g, bs, pe, pl) -> dict | None:
             "paper_energy_mj": paper_mj, "source": src, "note": note}
 
 
+@reads(optional=("search",))
 def energy(ctx: Context) -> Result:
     """Energy per query for CPU and ChamVS configurations, paper values beside.
 

@@ -13,7 +13,7 @@ from ..ann import ivf as ivf_index
 from ..ann.metrics import recall_at_k
 from ..core import devices, measure, records
 from ..core.errors import ConfigError
-from ..core.step import Context, Result
+from ..core.step import Context, Result, reads
 from ..data import prepared
 from . import configs, fpga_model, paper_values, pqscan
 from .energy import EnergyMeter
@@ -36,6 +36,7 @@ def index_params(params: dict, dataset: str, n_base: int) -> dict:
     return {"nlist": int(params.get("nlist") or auto_nlist(n_base)), "m": int(params["pq_m"][dataset])}
 
 
+@reads("manifest")
 def build_index(ctx: Context) -> None:
     """IVF-PQ of ``ctx.dataset``: nlist ~ sqrt(N), the dataset's m, 8-bit codes, written to ``ctx.out``."""
     params = ctx.params
@@ -92,6 +93,7 @@ def _throughput(cfg, xq, k, runs, common) -> list[dict]:
     return rows
 
 
+@reads("manifest", "index")
 def search(ctx: Context) -> Result:
     """Figure 9: latency per batch size and configuration; recall@K; throughput (all queries in one batch)."""
     params, threads = ctx.params, ctx.threads
@@ -152,6 +154,7 @@ def _alternating(run_f, run_t, repeats: int):
     return fa, tt
 
 
+@reads("manifest", "index")
 def scan(ctx: Context) -> Result:
     """Torch PQ scan vs faiss scan of the same lists, on ``scan.threads`` threads (default 1 = per core)."""
     import torch

@@ -18,7 +18,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Callable, Mapping
 
-from . import provenance, step
+from . import doors, provenance, step
 from .errors import ConfigError
 from .figures import Registry
 
@@ -33,8 +33,8 @@ def json_arg(text: str):
 def add_run_args(p: argparse.ArgumentParser, *, params: bool = True) -> None:
     """The arguments every measurement step takes: profile, seed, threads, and the study params."""
     p.add_argument("--profile", required=True, help="profile name (recorded in provenance)")
-    p.add_argument("--seed", type=int, required=True)
-    p.add_argument("--threads", type=int, required=True, help="threads for measured code")
+    p.add_argument("--seed", type=doors.nonneg_int, required=True)
+    p.add_argument("--threads", type=doors.positive_int, required=True, help="threads for measured code (>= 1)")
     if params:
         p.add_argument("--params", type=json_arg, required=True,
                        help="the study's validated config section, as JSON")
@@ -90,7 +90,7 @@ def register_study(sub: argparse._SubParsersAction, name: str, help: str, *,
         add_run_args(b)
         if build_args:
             build_args(b)
-        b.set_defaults(func=build)
+        b.set_defaults(func=lambda a: build(_checked(study, "build", a, step.declared_inputs(build))))
 
     m = s.add_parser("measure", help="run one measurement step and write its record set")
     m.add_argument("step", choices=list(steps))
@@ -98,7 +98,9 @@ def register_study(sub: argparse._SubParsersAction, name: str, help: str, *,
     m.add_argument("--input", action="append", metavar="KEY=PATH", help="a file the step reads")
     m.add_argument("--dataset", help="the dataset this run measures (a name declared in the profile)")
     add_run_args(m)
-    m.set_defaults(func=lambda a: step.execute(_context(study, a), steps[a.step]))
+    m.set_defaults(func=lambda a: step.execute(
+        _context(study, _checked(study, f"measure {a.step}", a, step.declared_inputs(steps[a.step]), ".parquet")),
+        steps[a.step]))
 
     reg = LazyRegistry(figures)
     f = s.add_parser("figure", help="draw registered figures from records")
@@ -120,11 +122,26 @@ def register_study(sub: argparse._SubParsersAction, name: str, help: str, *,
     return s
 
 
+def _checked(study: str, verb: str, a: argparse.Namespace, declared, suffix: str | None = None) -> argparse.Namespace:
+    """``a`` after the checks of :mod:`bench.core.doors` (before any work): ``--params`` validated with
+    the schema's defaults filled, ``--input``, ``--dataset`` and ``--out``."""
+    what = f"{study.replace('_', '-')} {verb}"
+    given = pairs(a.input, "--input")
+    doors.dataset(what, a.dataset, a.params if isinstance(a.params, dict) else {}, given)
+    a.params = doors.study_params(study, a.params)
+    doors.inputs(what, given, declared)
+    doors.out_path(what, a.out, suffix)
+    return a
+
+
 def _figures(reg: LazyRegistry, a: argparse.Namespace) -> list[Path]:
     registry = reg.get()
     names = list(registry) if "all" in a.names else list(dict.fromkeys(a.names))
     if a.out is not None and len(names) != 1:
         raise ConfigError(f"figure: --out takes one figure, {len(names)} named; use --out-dir")
+    kinds = {k for n in names for k in registry.records_of(n)}
+    doors.records("figure", pairs(a.records, "--records"), sorted(kinds))
+    doors.out_path("figure", a.out or Path(a.out_dir) / "x.png", ".png")
     from . import plotting
 
     try:
@@ -148,9 +165,12 @@ def _claims(module: ModuleType, study: str, a: argparse.Namespace) -> Path:
     from . import claims as core_claims
 
     inputs = pairs(a.records, "--records")
+    doors.records(f"{study} claims", inputs, [*module.RECORDS, *getattr(module, "OPTIONAL_RECORDS", ())])
     missing = [k for k in module.RECORDS if k not in inputs]
     if missing:
         raise ConfigError(f"{study} claims: needs --records for {missing}")
+    a.params = doors.study_params(study, a.params)
+    doors.out_path(f"{study} claims", a.out, ".parquet")
     rows = module.build({k: [Path(p) for p in v] for k, v in inputs.items()}, a.params, a.profile)
     prov = {**provenance.git_state(), "profile": a.profile, "study": study, "config": a.params,
             "inputs": inputs, "method": "verdicts computed from the records named in inputs "

@@ -305,11 +305,26 @@ def _prepare_irds_text(name, src, spec, out: Path, data_dir: Path) -> dict:
 
 
 # --------------------------------------------------------------------------- loading
+MANIFEST_FILES = {"vectors": ("base", "queries", "groundtruth"), "text": ("collection", "queries", "qrels")}
+
+
 def read_manifest(path: str | os.PathLike) -> dict:
+    """A prepared dataset's manifest; :class:`DataFormatError` naming what is missing when it is not one."""
     try:
-        return json.loads(Path(path).read_text())
+        m = json.loads(Path(path).read_text())
     except FileNotFoundError:
         raise DataFormatError(f"{path}: no such manifest (was the dataset prepared?)") from None
+    except (ValueError, UnicodeDecodeError, IsADirectoryError) as exc:
+        raise DataFormatError(f"{path}: not a manifest (not JSON: {str(exc)[:80]})") from None
+    files = m.get("files") if isinstance(m, dict) else None
+    need = MANIFEST_FILES.get(m.get("kind")) if isinstance(m, dict) else None
+    if need is None or not isinstance(files, dict):
+        raise DataFormatError(f"{path}: not a prepared dataset's manifest (no kind vectors/text or no files; "
+                              "`bench data prepare` writes one)")
+    missing = [k for k in need if not isinstance(files.get(k), dict) or "path" not in files[k]]
+    if missing:
+        raise DataFormatError(f"{path}: manifest of {m.get('name')!r} lacks the file(s) {', '.join(missing)}")
+    return m
 
 
 def load_vectors(manifest_path: str | os.PathLike) -> VectorDataset:

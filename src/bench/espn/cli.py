@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 
 from ..core import studycli
+from ..core.step import reads
 from . import claims, runner
 
 NAME = "espn"
 
 
+@reads("manifest")
 def _build(a: argparse.Namespace) -> None:
     from .steps import build
 

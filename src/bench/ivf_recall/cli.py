@@ -4,11 +4,13 @@ from __future__ import annotations
 import argparse
 
 from ..core import studycli
+from ..core.step import reads
 from . import claims, runner
 
 NAME = "ivf-recall"
 
 
+@reads("manifest")
 def _build(a: argparse.Namespace) -> None:
     from ..ann import ivf
     from ..core import measure

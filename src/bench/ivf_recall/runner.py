@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..core import measure, records
-from ..core.step import Context, Result
+from ..core.step import Context, Result, reads
 from ..core.errors import ConfigError
 from ..data import prepared
 from ..ann import ivf
@@ -39,6 +39,7 @@ def validate(params: Mapping[str, Any], nlist: int, gt_k: int) -> None:
                           f"the dataset has {gt_k}")
 
 
+@reads("manifest", "index")
 def recall(ctx: Context) -> Result:
     """The ``recall`` step: recall@k and queries/s for each nprobe of one dataset's index."""
     params = ctx.params

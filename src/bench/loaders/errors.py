@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from ..core.errors import BenchError, ConfigError, DataFormatError
 
-__all__ = ["ConfigError", "DataFormatError", "StoreError", "RankFailed", "RankTimeout", "OutOfMemory"]
+__all__ = ["ConfigError", "DataFormatError", "StoreError", "RankFailed", "RankTimeout", "OutOfMemory",
+           "RendezvousError"]
 
 
 class StoreError(DataFormatError):
@@ -20,3 +21,7 @@ class RankTimeout(RankFailed):
 
 class OutOfMemory(RankFailed):
     """A rank was killed by the memory cap (cgroup OOM): the paper's OOM cells."""
+
+
+class RendezvousError(RankFailed):
+    """The DDP ranks did not all meet (a node not started, another address or port) within the timeout."""

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..core import devices
-from ..core.step import Context, Result
+from ..core.step import Context, Result, reads
 from . import collection as C
 from .errors import ConfigError
 from .stores import check_loader, make_store
@@ -109,6 +109,7 @@ METHOD_RUN = (
     "is kept beside it. RAMDISK runs read a copy in /dev/shm and add its size to memory, as the paper does. ")
 
 
+@reads("bundle", "model")
 def train(ctx: Context) -> Result:
     """Tables 1-2 / Figure 1: the loader x parallelism x replicas grid."""
     from . import runs
@@ -147,6 +148,7 @@ def _option_runs(o: dict) -> list[tuple[str, str, dict, dict]]:
     return out
 
 
+@reads("bundle", "model")
 def options(ctx: Context) -> Result:
     """Table 3 on the paper's chosen configuration (ir_datasets, DDP), plus worker start method and cold cache."""
     from . import runs
@@ -186,6 +188,7 @@ def _dataset(ctx: Context, loader: str, n: int):
     return TripletDataset(store, queries, pairs, ids, n, ctx.seed), load_s, model_dir
 
 
+@reads("bundle", "model")
 def loader_only(ctx: Context) -> Result:
     """Samples/s each loader delivers with no model: the three texts of each sample (lookups), and the
     same plus the collate function's tokenization; one warm-up repeat, then ``repeats`` timed ones."""
@@ -234,6 +237,7 @@ def iterate_loader(spec, batches: int, _arg=None) -> dict:
             "batch_ends": ends, "torch_threads": 1, "pin_memory_applied": False, **load}
 
 
+@reads("bundle", "model")
 def workers(ctx: Context) -> Result:
     """Memory of the main process and of each DataLoader worker over the batches (beyond the paper)."""
     from . import launch

@@ -23,12 +23,24 @@ ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
 
 
 def torchrun_env(environ=os.environ) -> dict[str, str]:
-    """torchrun's variables, or a clear error when the process was not started by torchrun."""
+    """torchrun's variables, or a clear error when the process was not started by torchrun or they do
+    not make sense (a rank outside the world, a port that is not one)."""
     missing = [k for k in ENV if k not in environ]
     if missing:
         raise ConfigError(f"ddp-rank: {', '.join(missing)} not set; start it with torchrun "
                           "(torchrun --nnodes N --nproc_per_node P ... -m bench loaders ddp-rank ...)")
-    return {k: environ[k] for k in ENV}
+    env = {k: environ[k] for k in ENV}
+    try:
+        rank, world, port = int(env["RANK"]), int(env["WORLD_SIZE"]), int(env["MASTER_PORT"])
+        int(env["LOCAL_RANK"])
+    except ValueError:
+        raise ConfigError("ddp-rank: RANK, WORLD_SIZE, LOCAL_RANK and MASTER_PORT must be integers, got "
+                          + ", ".join(f"{k}={env[k]!r}" for k in ENV if k != "MASTER_ADDR")) from None
+    if world < 1 or not 0 <= rank < world:
+        raise ConfigError(f"ddp-rank: RANK={rank} is outside WORLD_SIZE={world}")
+    if not 0 < port < 65536:
+        raise ConfigError(f"ddp-rank: MASTER_PORT={port} is not a TCP port")
+    return env
 
 
 def summary(res: dict, spec: train.RunSpec) -> dict:

@@ -255,6 +255,25 @@ def run_dp(spec: RunSpec) -> dict:
     return _result(spec, 0, 1, rows, t_start, t_loaded, t_measured, load, threads)
 
 
+def _rendezvous(spec: RunSpec, rank: int, world: int, init_method: str) -> None:
+    """Join the process group; :class:`RendezvousError` naming where and how long when the ranks do not
+    all meet within ``spec.dist_timeout_s`` (torch's own error is a long store trace)."""
+    import torch.distributed as dist
+
+    from .errors import RendezvousError
+
+    where = (f"{os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}" if init_method == "env://"
+             else init_method)
+    try:
+        dist.init_process_group("nccl" if spec.device == "cuda" else "gloo", init_method=init_method, rank=rank,
+                                world_size=world, timeout=datetime.timedelta(seconds=spec.dist_timeout_s))
+    except (RuntimeError, ValueError) as exc:  # DistStoreError, DistNetworkError and timeouts subclass RuntimeError
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:160]
+        raise RendezvousError(f"rank {rank} of {world}: the ranks did not meet at {where} within "
+                              f"{spec.dist_timeout_s:g} s ({first}); start every node with the same "
+                              "--master_addr/--master_port and --nnodes") from None
+
+
 def run_rank(rank: int, spec: RunSpec, *, init_method: str | None = None, local_rank: int | None = None) -> dict:
     """One DDP rank: its own corpus copy (per the loader), model, optimizer and DataLoader. The
     rendezvous is ``tcp://127.0.0.1:<spec.port>`` (ranks forked by :mod:`launch`) unless ``init_method``
@@ -270,9 +289,7 @@ def run_rank(rank: int, spec: RunSpec, *, init_method: str | None = None, local_
     torch.manual_seed(spec.seed)
     dataset, load = _dataset(spec, world)
     t_loaded = time.monotonic()
-    dist.init_process_group("nccl" if spec.device == "cuda" else "gloo",
-                            init_method=init_method or f"tcp://127.0.0.1:{spec.port}", rank=rank, world_size=world,
-                            timeout=datetime.timedelta(seconds=spec.dist_timeout_s))
+    _rendezvous(spec, rank, world, init_method or f"tcp://127.0.0.1:{spec.port}")
     try:
         if spec.device == "cuda":  # pragma: no cover - needs CUDA
             torch.cuda.set_device(device_index)

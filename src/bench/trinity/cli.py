@@ -5,12 +5,14 @@ import argparse
 import time
 
 from ..core import studycli
+from ..core.step import reads
 from ..core.errors import ConfigError
 from . import claims, runner
 
 NAME = "trinity"
 
 
+@reads("manifest")
 def _build(a: argparse.Namespace) -> None:
     import numpy as np
 

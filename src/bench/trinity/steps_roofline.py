@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..core import measure, records
 from ..core.errors import ConfigError
-from ..core.step import Context, Result
+from ..core.step import Context, Result, reads
 from ..core.transformer import Generator, LMSpec, build_model
 from . import placement, roofline, setup
 from .steps_serving import load_traces
@@ -82,6 +82,7 @@ def _lm_rows(ctx, dev) -> list[dict]:
     return rows
 
 
+@reads("manifest", "graph")
 def roofline_step(ctx: Context) -> Result:
     rp = ctx.params["roofline"]
     threads = setup.set_threads(ctx.params)
@@ -108,6 +109,7 @@ def roofline_step(ctx: Context) -> Result:
                   provenance={"peak_flops": peak, "device": dev, "lm": rp["lm"]})
 
 
+@reads("roofline", "trace")
 def placement_step(ctx: Context) -> Result:
     pp = ctx.params["placement"]
     df = records.read(ctx.input("roofline"))

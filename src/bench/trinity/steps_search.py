@@ -20,7 +20,7 @@ import pandas as pd
 
 from ..ann.metrics import recall_at_k
 from ..core import measure
-from ..core.step import Context, Result
+from ..core.step import Context, Result, reads
 from . import batching, serve, setup
 from .workload import Request, Source
 
@@ -116,6 +116,7 @@ def _cuvs_why() -> str:
     return "cuVS CAGRA reference not wired in this version"
 
 
+@reads("manifest", "graph")
 def recall(ctx: Context) -> Result:
     p, rp = ctx.params, ctx.params["recall"]
     threads = setup.set_threads(p)
@@ -168,6 +169,7 @@ def _calibrate(eng, xq, top_m: int, extends: int) -> list[dict]:
     return rows
 
 
+@reads("manifest", "graph")
 def trace(ctx: Context) -> Result:
     p = ctx.params
     setup.set_threads(p)

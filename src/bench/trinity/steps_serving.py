@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..core import records
-from ..core.step import Context, Result
+from ..core.step import Context, Result, reads
 from . import batching, scheduler, serve, setup
 from .workload import RequestClass, Source, add_decode_streams, parse_classes, schedule
 
@@ -103,6 +103,7 @@ def _live_load(ctx, traced, mix, policy, rate, n, flush_s, seed):
     return serve.serve(serve.LiveAdapter(eng, xq), batching.make(policy, traced.capacity, flush_s), src)
 
 
+@reads("manifest", "graph", "trace")
 def load(ctx: Context) -> Result:
     p, lp = ctx.params, ctx.params["load"]
     setup.set_threads(p)
@@ -212,6 +213,7 @@ def _sweep_rows(traced, cls, sp, cap, seed0) -> list[dict]:
     return rows
 
 
+@reads("manifest", "graph", "trace")
 def sched(ctx: Context) -> Result:
     p, sp = ctx.params, ctx.params["scheduler"]
     setup.check(p, *setup.load(ctx.input("manifest"), ctx.input("graph"))[:4])
