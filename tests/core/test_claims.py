@@ -52,6 +52,34 @@ def test_write_and_ledger(tmp_path):
         claims.frame(rows + rows)
 
 
+def _study(tmp_path, verdict_value):
+    rows = [claims.claim("s", "speedup", "faster", "3x", ours=verdict_value, ci=(verdict_value - 0.1, verdict_value + 0.1),
+                         threshold=3.0, unit="x", scale="x" * 120),
+            claims.claim("s", "target-fast", "target: fast", ">= 3x", ours=3.5, ci=(3.4, 3.6), threshold=3.0,
+                         unit="x", scale="x" * 120, reason="np.float64(0.5) of it")]
+    return claims.write(rows, tmp_path / "s" / "claims.parquet", {"profile": "t"})
+
+
+def test_ledger_puts_paper_claims_first_counts_targets_apart_and_marks_unstable_rows(tmp_path):
+    from bench.core import ledger
+
+    p = _study(tmp_path, 3.5)
+    ledger.write([p], tmp_path / "claims.md", tmp_path / "claims.png", "t")
+    p = _study(tmp_path, 2.0)   # the next run: the paper claim's verdict flips
+    df = ledger.write([p], tmp_path / "claims.md", tmp_path / "claims.png", "t")
+    assert list(df.kind) == [ledger.PAPER, ledger.TARGET]
+    assert df.set_index("claim_id").history.to_dict() == {"speedup": "RN", "target-fast": "RR"}
+    assert df.set_index("claim_id").unstable.to_dict() == {"speedup": True, "target-fast": False}
+    md = (tmp_path / "claims.md").read_text()
+    assert md.index("## Paper claims") < md.index("## Harness target or checks")
+    assert "unstable 1" in md and "not reproduced** (unstable)" in md
+    assert "np.float64" not in md and "0.5 of it" in md
+    assert md.count("x" * 120) == 1  # a long scale text once per study, in the notes
+    assert len(list((tmp_path / "history").glob("*.parquet"))) == 2
+    html = (tmp_path / "claims.html").read_text()
+    assert html.index("Paper claims") < html.index("Harness target") and "reproduced 0" in html
+
+
 def test_an_interval_without_its_estimate_is_discarded():
     row = claims.claim("s", "c", "x", "1", ours=0.2, ci=(-1.0, -1.0), threshold=0.1)
     assert row.verdict == claims.INCONCLUSIVE and row.ci_low is None and "discarded" in row.reason

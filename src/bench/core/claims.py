@@ -13,7 +13,8 @@ estimate and its interval into a verdict:
   why in the reason).
 
 Intervals come from repeats or from a bootstrap over per-query / per-run values (:func:`bootstrap_ci`,
-:func:`ratio_ci`). The ledger (:func:`ledger`) joins every study's rows into one table and one figure.
+:func:`ratio_ci`). :mod:`bench.core.ledger` joins every study's rows into the ledger (paper claims first,
+the harness's targets counted apart, history and stability across runs).
 """
 from __future__ import annotations
 
@@ -197,64 +198,8 @@ def write(rows: Iterable[Claim], out: str | Path, provenance: dict) -> Path:
     return records.write(out, df, provenance)
 
 
-def ledger(paths: Sequence[str | Path], out_md: str | Path, profile: str) -> pd.DataFrame:
-    """Join every study's claims into ``results/<profile>/claims.md`` (and ``.parquet``)."""
-    df = pd.concat([records.read(p) for p in paths], ignore_index=True)
-    out_md = Path(out_md)
-    write_text(out_md, to_markdown(df, f"Claims ledger, profile {profile}"))
-    records.write(out_md.with_suffix(".parquet"), df, {"profile": profile, "inputs": [str(p) for p in paths],
-                                                        "method": "rows of every study's claims.parquet"})
-    return df
-
-
-VERDICT_COLORS = {REPRODUCED: "#1b9e77", NOT_REPRODUCED: "#d95f02", INCONCLUSIVE: "#7570b3",
-                  NEEDS_HARDWARE: "#999999", OUT_OF_REACH: "#e6ab02"}
-
-
-def to_html(df: pd.DataFrame, title: str) -> str:
-    """The ledger as one self-contained HTML table (the report embeds it)."""
-    import html
-
-    rows = []
-    for _, r in df.iterrows():
-        thr = "–" if _nan(r["threshold"]) else f"{r['direction']} {_fmt(r['threshold'])}"
-        cells = [r["study"], f"<b>{html.escape(r['claim_id'])}</b>: {html.escape(r['claim'])}",
-                 html.escape(r["paper_value"]), html.escape(ours_text(r)), html.escape(thr),
-                 html.escape(r["scale"]), r["source"],
-                 f"<span style='color:{VERDICT_COLORS[r['verdict']]};font-weight:bold'>{r['verdict']}</span>",
-                 html.escape(r["reason"])]
-        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    head = "".join(f"<th>{h}</th>" for h in ("study", "claim", "paper", "ours [95% CI]", "threshold", "scale",
-                                              "source", "verdict", "reason"))
-    return (f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            "<style>body{font-family:sans-serif;font-size:13px}td,th{border:1px solid #ccc;padding:3px;"
-            "vertical-align:top}table{border-collapse:collapse}</style>"
-            f"<h1>{html.escape(title)}</h1><table><tr>{head}</tr>{''.join(rows)}</table>\n")
-
-
-def ledger_figure(df: pd.DataFrame, out_png: str | Path, profile: str) -> list[Path]:
-    """Verdict counts per study (stacked bars), one colour per verdict, legend below the bars."""
-    import matplotlib.pyplot as plt
-
-    from . import plotting
-
-    plotting.apply_style()
-    counts = df.groupby(["study", "verdict"]).size().unstack(fill_value=0).reindex(columns=list(VERDICTS),
-                                                                                   fill_value=0)
-    fig, ax = plt.subplots(figsize=(8, 0.6 * len(counts) + 1.8), layout="constrained")
-    left = np.zeros(len(counts))
-    for v in VERDICTS:
-        ax.barh(counts.index, counts[v], left=left, color=VERDICT_COLORS[v], label=v)
-        left += counts[v].to_numpy()
-    ax.set(xlabel="claims (rows of the ledger)", title=f"claims ledger, profile {profile}: verdicts per study")
-    ax.invert_yaxis()
-    plotting.legend_below(fig, ncol=3)
-    caption = ("Verdicts per study in the claims ledger (results/{p}/claims.md), computed from records; "
-               "'needs hardware we lack' marks modelled values and configurations not run here.").format(p=profile)
-    return plotting.save(fig, out_png, caption)
-
-
 def write_ledger(paths: Sequence[str | Path], out_md: str | Path, out_png: str | Path, profile: str) -> None:
-    df = ledger(paths, out_md, profile)
-    write_text(Path(out_md).with_suffix(".html"), to_html(df, f"Claims ledger, profile {profile}"))
-    ledger_figure(df, out_png, profile)
+    """The ledger across studies: see :mod:`bench.core.ledger`."""
+    from . import ledger
+
+    ledger.write(paths, out_md, out_png, profile)

@@ -1,0 +1,215 @@
+"""The claims ledger across the five papers (the harness's headline output), from every study's
+``claims.parquet`` (:mod:`bench.core.claims`):
+
+- paper claims first, each study's rows in the order its ``claims.py`` gives them (the paper's order), with
+  their own verdict counts; then the harness's own targets and checks (``target-*`` ids), counted apart;
+- one long scale text per study written once (a note under the table), not on every row;
+- each run appended to ``results/<profile>/history/`` (commit, machine, time), and per row the verdicts of
+  the last :data:`HISTORY_RUNS` runs on the same machine and profile: a row whose verdict changed across
+  them is marked unstable and counted apart (tiny verdicts can flip between runs: an interval covers the
+  noise within one run, not between runs);
+- written as Markdown, Parquet, a self-contained HTML page and one figure (paper claims and targets in two
+  panels).
+"""
+from __future__ import annotations
+
+import datetime
+import html
+import platform
+import re
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import records
+from .atomic import write_text
+from .claims import VERDICTS, _fmt, _nan, ours_text
+
+PAPER, TARGET = "paper claim", "harness target or check"
+KINDS = (PAPER, TARGET)
+HISTORY_RUNS = 5
+INITIAL = {"reproduced": "R", "not reproduced": "N", "inconclusive": "I", "needs hardware we lack": "H",
+           "out of reach at this scale": "O"}
+VERDICT_COLORS = {"reproduced": "#1b9e77", "not reproduced": "#d95f02", "inconclusive": "#7570b3",
+                  "needs hardware we lack": "#737373", "out of reach at this scale": "#a6761d"}
+_NUMPY_REPR = re.compile(r"np\.(?:float|int|uint|bool)\w*\((-?[^()]*)\)")
+LONG_SCALE = 100
+
+
+def kind_of(claim_id: str) -> str:
+    return TARGET if claim_id.startswith("target-") else PAPER
+
+
+def clean(text: object) -> str:
+    """Cell text with numpy reprs (``np.float64(0.5)``) turned into their numbers."""
+    return _NUMPY_REPR.sub(r"\1", str(text))
+
+
+def join(paths: Sequence[str | Path]) -> pd.DataFrame:
+    """Every study's rows; paper claims first, then targets, each study's own order kept."""
+    df = pd.concat([records.read(p) for p in paths], ignore_index=True)
+    df["kind"] = df.claim_id.map(kind_of)
+    df["_order"] = np.arange(len(df))
+    df["_kind"] = df.kind.map({PAPER: 0, TARGET: 1})
+    return df.sort_values(["_kind", "_order"], kind="stable").drop(columns=["_kind", "_order"]).reset_index(drop=True)
+
+
+def machine() -> str:
+    """This machine, as the history tells runs apart: host, CPU model and GPU model."""
+    from . import devices
+
+    gpu = devices.gpu_info()
+    return f"{platform.node()} / {devices.cpu_model()} / {gpu['gpu_model'] if gpu else 'no GPU'}"
+
+
+def append_history(df: pd.DataFrame, folder: Path, profile: str) -> Path:
+    """This run's verdicts as ``<folder>/<UTC time>-<commit>.parquet``."""
+    from . import provenance
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    commit = str(provenance.git_state().get("git_commit") or "nocommit")[:10]
+    h = df[["study", "claim_id", "kind", "verdict", "ours", "ci_low", "ci_high"]].copy()
+    h["profile"], h["machine"], h["commit"], h["time"] = profile, machine(), commit, now.isoformat()
+    return records.write(folder / f"{now.strftime('%Y%m%dT%H%M%S%fZ')}-{commit}.parquet", h,
+                         {"profile": profile, "method": "one run of the claims ledger"})
+
+
+def with_stability(df: pd.DataFrame, folder: Path, profile: str, runs: int = HISTORY_RUNS) -> pd.DataFrame:
+    """``history`` (verdict initials of the last ``runs`` runs on this machine and profile, oldest first)
+    and ``unstable`` (the verdict changed across them) for every row."""
+    files = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
+    frames = [records.read(f) for f in files]
+    hist = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["study", "claim_id", "verdict"])
+    if len(hist):
+        hist = hist[(hist.profile == profile) & (hist.machine == machine())]
+        last = sorted(hist.time.unique())[-runs:]
+        hist = hist[hist.time.isin(last)].sort_values("time")
+    seq = hist.groupby(["study", "claim_id"]).verdict.agg(list) if len(hist) else pd.Series(dtype=object)
+    out = df.copy()
+    key = list(zip(out.study, out.claim_id))
+    out["history"] = ["".join(INITIAL[v] for v in seq.get(k, [])) for k in key]
+    out["unstable"] = [len(set(seq.get(k, []))) > 1 for k in key]
+    return out
+
+
+def counts(df: pd.DataFrame) -> str:
+    c = df.verdict.value_counts()
+    return ", ".join(f"{v} {c.get(v, 0)}" for v in VERDICTS)
+
+
+def _scale_notes(df: pd.DataFrame) -> tuple[pd.Series, list[str]]:
+    """Scale cells with a long text repeated in a study replaced by a reference; the notes, once each."""
+    cells, notes, refs = df.scale.astype(str).copy(), [], {}
+    for (study, text), n in df.groupby(["study", "scale"]).size().items():
+        if n > 1 and len(str(text)) > LONG_SCALE:
+            refs[(study, text)] = f"S{len(refs) + 1}"
+            notes.append(f"[{refs[(study, text)]}] {study}: {clean(text)}")
+    for i, r in df.iterrows():
+        if (r.study, r.scale) in refs:
+            cells[i] = f"see [{refs[(r.study, r.scale)]}]"
+    return cells, notes
+
+
+def _row_cells(r, scale: str) -> list[str]:
+    thr = "–" if _nan(r["threshold"]) else f"{r['direction']} {_fmt(r['threshold'])}"
+    hist = r.get("history", "") or "–"
+    mark = " (unstable)" if r.get("unstable", False) else ""
+    return [r["study"], f"**{r['claim_id']}**: {r['claim']}", r["paper_value"], ours_text(r), thr, scale,
+            r["source"], f"**{r['verdict']}**{mark}", hist, r["reason"]]
+
+
+def to_markdown(df: pd.DataFrame, title: str) -> str:
+    scale, notes = _scale_notes(df)
+    lines = [f"# {title}", "", "Ours: estimate [95% interval]. A pass within noise is inconclusive. History: "
+             f"verdicts of the last {HISTORY_RUNS} runs on this machine and profile, oldest first "
+             "(R reproduced, N not reproduced, I inconclusive, H needs hardware we lack, O out of reach); a row "
+             "whose verdict changed across them is unstable and counted apart.", ""]
+    for kind in KINDS:
+        part = df[df.kind == kind]
+        unstable = int(part.get("unstable", pd.Series(dtype=bool)).sum())
+        lines += [f"## {kind.capitalize()}s ({len(part)} rows)", "", f"Verdicts: {counts(part)}; unstable {unstable}", "",
+                  "| study | claim | paper | ours | threshold | scale | source | verdict | history | reason |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        for i, r in part.iterrows():
+            lines.append("| " + " | ".join(clean(c).replace("|", "/").replace("\n", " ")
+                                            for c in _row_cells(r, scale[i])) + " |")
+        lines.append("")
+    if notes:
+        lines += ["## Scale notes", "", *[f"- {n}" for n in notes], ""]
+    return "\n".join(lines)
+
+
+def to_html(df: pd.DataFrame, title: str) -> str:
+    """The ledger as one self-contained page: counts first (per kind), the verdict legend, the tables."""
+    scale, notes = _scale_notes(df)
+    legend = " ".join(f"<span class='v' style='background:{VERDICT_COLORS[v]}'>{v}</span>" for v in VERDICTS)
+    body = [f"<h1>{html.escape(title)}</h1><p>{legend}</p>"]
+    head = "".join(f"<th>{h}</th>" for h in ("study", "claim", "paper", "ours [95% CI]", "threshold", "scale",
+                                              "source", "verdict", "history", "reason"))
+    for kind in KINDS:
+        part = df[df.kind == kind]
+        unstable = int(part.get("unstable", pd.Series(dtype=bool)).sum())
+        rows = []
+        for i, r in part.iterrows():
+            c = [html.escape(clean(x)) for x in _row_cells(r, scale[i])]
+            c[1] = c[1].replace("**", "")
+            c[7] = f"<b style='color:{VERDICT_COLORS[r['verdict']]}'>{c[7].replace('**', '')}</b>"
+            rows.append("<tr>" + "".join(f"<td>{x}</td>" for x in c) + "</tr>")
+        body.append(f"<h2>{kind.capitalize()}s ({len(part)} rows)</h2><p class='counts'>{html.escape(counts(part))}; "
+                    f"unstable {unstable}</p><table><tr>{head}</tr>{''.join(rows)}</table>")
+    if notes:
+        body.append("<h2>Scale notes</h2><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
+    style = ("body{font-family:sans-serif;font-size:13px;color:#111}td,th{border:1px solid #bbb;padding:3px;"
+             "vertical-align:top}table{border-collapse:collapse}.counts{font-size:15px;font-weight:bold}"
+             ".v{color:#fff;padding:2px 6px;margin-right:4px;border-radius:3px}")
+    return (f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title><style>{style}</style>"
+            + "".join(body) + "\n")
+
+
+def figure(df: pd.DataFrame, out_png: str | Path, profile: str) -> list[Path]:
+    """Verdict counts per study, paper claims and harness targets in two panels, one colour per verdict."""
+    import matplotlib.pyplot as plt
+
+    from . import plotting
+
+    plotting.apply_style()
+    studies = list(dict.fromkeys(df.study))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 0.55 * len(studies) + 2.0), layout="constrained", sharey=True)
+    for ax, kind in zip(axes, KINDS):
+        part = df[df.kind == kind]
+        c = part.groupby(["study", "verdict"]).size().unstack(fill_value=0).reindex(index=studies, columns=list(VERDICTS),
+                                                                                      fill_value=0)
+        left = np.zeros(len(c))
+        for v in VERDICTS:
+            ax.barh(c.index, c[v], left=left, color=VERDICT_COLORS[v], label=v)
+            left += c[v].to_numpy()
+        unstable = int(part.get("unstable", pd.Series(dtype=bool)).sum())
+        ax.set(xlabel="rows of the ledger", title=f"{kind}s: {len(part)} rows, {unstable} unstable")
+    axes[0].invert_yaxis()
+    plotting.legend_below(fig, ncol=5)
+    caption = (f"Verdicts per study in the claims ledger (results/{profile}/claims.md), computed from records: "
+               "the papers' claims (left) and the harness's own targets and checks (right), counted apart. "
+               "'needs hardware we lack' marks modelled values and configurations not run here; unstable rows "
+               f"changed verdict across the last {HISTORY_RUNS} runs on this machine.")
+    return plotting.save(fig, out_png, caption)
+
+
+def write(paths: Sequence[str | Path], out_md: str | Path, out_png: str | Path, profile: str,
+          history: bool = True) -> pd.DataFrame:
+    """The whole ledger: append this run to the history, then Markdown, Parquet, HTML and the figure."""
+    out_md = Path(out_md)
+    df = join(paths)
+    folder = out_md.parent / "history"
+    if history:
+        append_history(df, folder, profile)
+    df = with_stability(df, folder, profile)
+    title = f"Claims ledger, profile {profile}"
+    write_text(out_md, to_markdown(df, title))
+    records.write(out_md.with_suffix(".parquet"), df, {"profile": profile, "inputs": [str(p) for p in paths],
+                                                        "method": "rows of every study's claims.parquet; history: "
+                                                        f"last {HISTORY_RUNS} runs on this machine and profile"})
+    write_text(out_md.with_suffix(".html"), to_html(df, title))
+    figure(df, out_png, profile)
+    return df
