@@ -38,8 +38,12 @@ _NUMPY_REPR = re.compile(r"np\.(?:float|int|uint|bool)\w*\((-?[^()]*)\)")
 LONG_SCALE = 100
 
 
-def kind_of(claim_id: str) -> str:
-    return TARGET if claim_id.startswith("target-") else PAPER
+STUDY_ORDER = ("espn", "chameleon", "loaders", "windve", "trinity")   # the five papers, as the README lists them
+CHECK_STUDIES = ("ivf_recall",)   # studies of the harness itself (they reproduce no paper's claim)
+
+
+def kind_of(claim_id: str, study: str = "") -> str:
+    return TARGET if claim_id.startswith("target-") or study in CHECK_STUDIES else PAPER
 
 
 def clean(text: object) -> str:
@@ -50,10 +54,12 @@ def clean(text: object) -> str:
 def join(paths: Sequence[str | Path]) -> pd.DataFrame:
     """Every study's rows; paper claims first, then targets, each study's own order kept."""
     df = pd.concat([records.read(p) for p in paths], ignore_index=True)
-    df["kind"] = df.claim_id.map(kind_of)
+    df["kind"] = [kind_of(c, s) for c, s in zip(df.claim_id, df.study)]
     df["_order"] = np.arange(len(df))
     df["_kind"] = df.kind.map({PAPER: 0, TARGET: 1})
-    return df.sort_values(["_kind", "_order"], kind="stable").drop(columns=["_kind", "_order"]).reset_index(drop=True)
+    df["_study"] = [STUDY_ORDER.index(s) if s in STUDY_ORDER else len(STUDY_ORDER) for s in df.study]
+    keys = ["_kind", "_study", "_order"]
+    return df.sort_values(keys, kind="stable").drop(columns=keys).reset_index(drop=True)
 
 
 def machine() -> str:
@@ -175,7 +181,7 @@ def figure(df: pd.DataFrame, out_png: str | Path, profile: str) -> list[Path]:
     from . import plotting
 
     plotting.apply_style()
-    studies = list(dict.fromkeys(df.study))
+    studies = sorted(dict.fromkeys(df.study), key=lambda s: STUDY_ORDER.index(s) if s in STUDY_ORDER else 99)
     fig, axes = plt.subplots(1, 2, figsize=(11, 0.55 * len(studies) + 2.0), layout="constrained", sharey=True)
     for ax, kind in zip(axes, KINDS):
         part = df[df.kind == kind]
@@ -183,7 +189,9 @@ def figure(df: pd.DataFrame, out_png: str | Path, profile: str) -> list[Path]:
                                                                                       fill_value=0)
         left = np.zeros(len(c))
         for v in VERDICTS:
-            ax.barh(c.index, c[v], left=left, color=VERDICT_COLORS[v], label=v)
+            bars = ax.barh(c.index, c[v], left=left, color=VERDICT_COLORS[v], label=v)
+            ax.bar_label(bars, labels=[str(int(n)) if n else "" for n in c[v]], label_type="center",
+                         color="white", fontsize=9, fontweight="bold")
             left += c[v].to_numpy()
         unstable = int(part.get("unstable", pd.Series(dtype=bool)).sum())
         ax.set(xlabel="rows of the ledger", title=f"{kind}s: {len(part)} rows, {unstable} unstable")

@@ -78,6 +78,9 @@ def legend_below(fig, ax=None, ncol: int = 3, **kw):
                 labels.append(l)
         if a.get_legend() is not None:
             a.get_legend().remove()
+    # ours first, in drawing order; the paper's values (their own marker) after them
+    order = sorted(range(len(labels)), key=lambda i: "paper" in labels[i].lower())
+    handles, labels = [handles[i] for i in order], [labels[i] for i in order]
     return fig.legend(handles, labels, loc="outside lower center", ncol=ncol, fontsize="small", **kw)
 
 

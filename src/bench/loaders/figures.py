@@ -75,6 +75,12 @@ def _xpos(i, j, n_hues, width=0.8):
     return i - width / 2 + (j + 0.5) * width / max(n_hues, 1)
 
 
+def _wait_share(st, par: str, n: int, loaders: list[str]) -> dict[str, float]:
+    """% of the mean step time spent waiting for the DataLoader's batch, per loader."""
+    g = st[(st.parallel == par) & (st.replicas == n)].groupby("loader")[list(PARTS)].mean()
+    return {l: 100 * g.loc[l, "wait_s"] / g.loc[l].sum() for l in loaders if l in g.index}
+
+
 @FIGURES.figure("fig1_step_time_share", records=("train",), title="share of step time in the DataLoader")
 def fig1_step_time_share(inputs: dict[str, list[Path]], out_png: Path) -> list[Path]:
     plotting.apply_style()
@@ -82,28 +88,29 @@ def fig1_step_time_share(inputs: dict[str, list[Path]], out_png: Path) -> list[P
     st = A.steps(df[df.option == "grid"])
     cfgs = _configs(df)
     loaders = list(dict.fromkeys(df[df.option == "grid"].loader))
-    col = plotting.colors(PARTS)
-    fig, axes = plt.subplots(1, max(len(cfgs), 1), figsize=(3.2 * max(len(cfgs), 1), 3.6), sharey=True,
-                             layout="constrained", squeeze=False)
-    for ax, (par, n) in zip(axes[0], cfgs):
-        g = st[(st.parallel == par) & (st.replicas == n)].groupby("loader")[list(PARTS)].mean()
-        left = np.zeros(len(loaders))
-        for part in PARTS:
-            share = np.array([g.loc[l, part] / g.loc[l].sum() if l in g.index else np.nan for l in loaders])
-            ax.barh(range(len(loaders)), share, left=left, color=col[part], label=PART_LABEL[part])
-            left += np.nan_to_num(share)
-        if "ir_datasets" in loaders:
-            ax.plot([P.FIG1_DATALOADER_SHARE], [loaders.index("ir_datasets")], **P_STYLE,
-                    label="paper Fig. 1: 17.8% in DataLoader (ir_datasets, GPU profiler)")
-        ax.set(title=_label(par, n), xlim=(0, 1), xlabel="share of step time")
-        ax.set_yticks(range(len(loaders)), loaders)
+    labels = [_label(*c) for c in cfgs]
+    col = plotting.colors(labels)
+    fig, ax = plt.subplots(figsize=(7.5, 0.5 * len(loaders) + 2.2), layout="constrained")
+    marks = "osD^v<>"
+    for k, ((par, n), lab) in enumerate(zip(cfgs, labels)):
+        share = _wait_share(st, par, n, loaders)
+        y = [loaders.index(l) + (k - (len(cfgs) - 1) / 2) * 0.12 for l in share]
+        ax.plot(list(share.values()), y, marks[k % len(marks)], color=col[lab], ms=7, ls="none",
+                label=f"ours, {lab} (measured)")
+    ax.plot([100 * P.FIG1_DATALOADER_SHARE], [len(loaders)], **P_STYLE,
+            label="paper Fig. 1: ir_datasets, 500 steps, GPU profiler (its GPU count is not stated)")
+    ax.set_yticks(range(len(loaders) + 1), [*loaders, "paper (ir_datasets)"])
+    ax.invert_yaxis()
+    ax.set(xlabel="% of step time waiting for the DataLoader (read + tokenize)", xlim=(0, None),
+           title="time in the DataLoader per step")
     if not cfgs:
-        plotting.not_run(axes[0][0], "no grid runs in the records")
+        plotting.not_run(ax, "no grid runs in the records")
     plotting.legend_below(fig, ncol=2)
-    cap = (f"Figure 1 of the paper, measured: share of the mean step time spent waiting for the "
-           f"DataLoader's batch (reading + tokenization), copying to the device and computing, per loader "
-           f"and configuration (measured steps only, warm-up excluded; parts averaged over ranks). The star "
-           f"is the paper's 17.8% for ir_datasets (Tensorboard profiler, 500 steps, GPU). {_impl(df)}. "
+    cap = (f"Figure 1 of the paper, measured: the share of the mean step time spent waiting for the "
+           f"DataLoader's batch (reading + tokenization), per loader and configuration (measured steps only, "
+           f"warm-up excluded; parts averaged over ranks); the rest is the host-to-device copy and "
+           f"forward + backward + optimizer. The paper's 17.8% (ir_datasets, Tensorboard profiler, 500 steps, GPU) "
+           f"is in its own row: the paper does not say on how many GPUs. {_impl(df)}. "
            f"Scale: {_scale(df)}; {P.SCALE}. On CPU the copy is empty and compute is far slower than on a GPU, "
            f"so the data share is smaller there than on the paper's GPUs.")
     return plotting.save(fig, out_png, cap)
@@ -245,78 +252,112 @@ def table2_memory(inputs, out_png):
     return [*plotting.save(fig, out_png, cap), md]
 
 
+def _paper_key(rid: str):
+    """The paper's Table 3 row of the same setting as our run ``rid``, or None (never a row of another
+    setting: our "pin_memory+2 workers+ramdisk" is not the paper's 8-worker row)."""
+    opt, _, val = rid.partition("=")
+    if opt.startswith("pin_memory+") and opt.endswith("ramdisk"):
+        opt, val = opt, "-"
+    key = (opt, val)
+    return key if key in P.TABLE3 else None
+
+
+def _paper_rel(key, col: int = 0):
+    """The paper's value against its baseline (samples/s: col 0; memory: col 1), as a ratio."""
+    return None if key is None else P.TABLE3[key][col] / P.TABLE3[("baseline", "-")][col]
+
+
+def _option_rows(r) -> list[str]:
+    """Our runs in their order, then the paper's Table 3 rows we did not run (their own rows)."""
+    ours = list(dict.fromkeys(r.run_id))
+    have = {_paper_key(rid) for rid in ours}
+    return ours + [f"{o}={v}" for (o, v) in P.TABLE3 if (o, v) not in have]
+
+
+def _unrun_why(df) -> str:
+    w = df.attrs.get("provenance", {}).get("options", {}).get("num_workers")
+    return f"this profile runs num_workers {', '.join(map(str, w))} only" if w else "not in this profile"
+
+
 def _option_cells(df):
     st = A.steps(df)
     r = A.runs(df)
-    order = list(dict.fromkeys(r.run_id))
+    order = _option_rows(r)
     base = A.tput(st, run_id="baseline=-")
-    cells, rel, notes = {}, {}, {}
+    base_mem = A.mem(df, "baseline=-")
+    cells, rel, mem, notes = {}, {}, {}, {}
     for rid in order:
-        row = r[r.run_id == rid].iloc[0]
+        rows = r[r.run_id == rid]
         v = A.tput(st, run_id=rid)
-        if row.status != "ok" or not v.size:
-            notes[rid] = str(row.get("why") or row.status)
+        if rows.empty or rows.iloc[0].status != "ok" or not v.size:
+            notes[rid] = str(rows.iloc[0].get("why") or rows.iloc[0].status) if len(rows) else _unrun_why(df)
             continue
         cells[rid] = core_claims.bootstrap_ci(v, n_boot=N_BOOT)
         if base.size:
             e, lo, hi = core_claims.ratio_ci(v, base, n_boot=N_BOOT)
             rel[rid] = (100 * (e - 1), 100 * (lo - 1), 100 * (hi - 1))
-    return order, cells, rel, notes, r.set_index("run_id")
+        m = A.mem(df, rid)
+        if m.size and base_mem.size:
+            mem[rid] = core_claims.ratio_ci(m, base_mem, n_boot=N_BOOT)
+    return order, cells, rel, mem, notes, r.set_index("run_id")
 
 
-def _paper_option(rid: str):
-    opt, _, val = rid.partition("=")
-    if opt.startswith("pin_memory+") and opt.endswith("ramdisk"):
-        opt, val = "pin_memory+8 workers+ramdisk", "-"
-    key = (opt, val)
-    if key not in P.TABLE3:
-        return None
-    return 100 * (P.TABLE3[key][0] / P.TABLE3[("baseline", "-")][0] - 1)
+def _option_panel(ax, order, vals, col, title):
+    for i, rid in enumerate(order):
+        if (v := vals.get(rid)) is not None:
+            ax.errorbar(v[0], i, xerr=[[v[0] - v[1]], [v[2] - v[0]]], fmt="o", color=col, ecolor="0.3", capsize=2,
+                        lw=1, label="ours (measured, median and 95% CI)")
+    ax.set_title(title)
+
+
+def _option_paper(ax, order, col: int, pct: bool):
+    for i, rid in enumerate(order):
+        if (pv := _paper_rel(_paper_key(rid), col)) is not None:
+            ax.plot(100 * (pv - 1) if pct else pv, i, **P_STYLE, label="paper's Table 3 (same setting; computed)")
 
 
 @FIGURES.figure("table3_options", records=("options",), title="Table 3: pin_memory, workers, RAMDISK")
 def table3_options(inputs, out_png):
     plotting.apply_style()
     df = A.read(inputs["options"])
-    order, cells, rel, notes, runs = _option_cells(df)
-    col = plotting.colors(["ours"])
-    labels = [rid.removesuffix("=-") + (" (pin not applied: no CUDA)" if "not applied" in str(runs.loc[rid].get("why") or "") else "")
-              for rid in order]
-    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 0.45 * len(order) + 2), layout="constrained", sharey=True)
-    for ax, vals, title in ((a, cells, "ours: samples/s (median, 95% CI)"), (b, rel, "% samples/s vs baseline")):
-        for i, rid in enumerate(order):
-            v = vals.get(rid)
-            if v is None:
-                ax.text(0.02, i, "not run: " + notes.get(rid, ""), va="center", fontsize="x-small", color="0.3",
-                        transform=ax.get_yaxis_transform())
-                continue
-            ax.barh(i, v[0], 0.7, color=col["ours"], label="ours (measured)")
-            ax.errorbar(v[0], i, xerr=[[v[0] - v[1]], [v[2] - v[0]]], color="0.2", capsize=2, lw=1)
-        ax.set_title(title)
+    order, cells, rel, mem, notes, runs = _option_cells(df)
+    col = plotting.colors(["ours"])["ours"]
+    labels = [rid.removesuffix("=-") for rid in order]
+    fig, (a, b, c) = plt.subplots(1, 3, figsize=(14, 0.42 * len(order) + 2), layout="constrained", sharey=True,
+                                  gridspec_kw={"width_ratios": [1.2, 1, 1]})
+    _option_panel(a, order, cells, col, "ours: samples/s")
+    _option_panel(b, order, rel, col, "samples/s: % vs baseline")
+    _option_panel(c, order, {k: v for k, v in mem.items()}, col, "memory: x baseline (summed PSS peak)")
+    for i, rid in enumerate(order):
+        if rid in notes:
+            a.text(0.02, i, "not run: " + notes[rid], va="center", fontsize="x-small", color="0.25",
+                   transform=a.get_yaxis_transform())
+    _option_paper(b, order, 0, pct=True)
+    _option_paper(c, order, 1, pct=False)
     a.set_yticks(range(len(order)), labels, fontsize="small")
     a.invert_yaxis()
-    for i, rid in enumerate(order):
-        if (pv := _paper_option(rid)) is not None:
-            b.plot(pv, i, **P_STYLE, label="computed from the paper's Table 3 (% vs baseline)")
     b.axvline(0, color="0.5", lw=0.8)
+    c.axvline(1, color="0.5", lw=0.8)
     plotting.legend_below(fig, ncol=2)
     md_rows = {rid: [(_fmt_cell(cells[rid], rel.get(rid)) if rid in cells else f"not run ({notes.get(rid, '')})"),
                      (f"{runs.loc[rid].pss_peak_bytes / A.GB:.3f}" if rid in cells else "-"),
-                     (f"{v:+.1f}%" if (v := _paper_option(rid)) is not None else "-")] for rid in order}
+                     (f"{100 * (v - 1):+.1f}%" if (v := _paper_rel(_paper_key(rid))) is not None else "-"),
+                     (f"{P.TABLE3[k][1]:.2f}" if (k := _paper_key(rid)) else "-")] for rid in order}
     t = pd.DataFrame(md_rows, index=["samples/s [95% CI] (% vs baseline)", "memory GB (summed PSS peak)",
-                                     "% vs baseline, computed from the paper's Table 3"]).T
+                                     "paper: % vs baseline (computed from Table 3)", "paper: memory GB"]).T
     t.index.name = "option"
     o = df.attrs.get("provenance", {}).get("options", {})
     md = A.markdown(t, out_png.with_suffix(".md"), "Table 3: options on the paper's chosen configuration",
                     f"Configuration: {o.get('loader', '?')}, {str(o.get('parallel', '?')).upper()}, "
                     f"{o.get('replicas', '?')} replicas. {_scale(df)}. Paper: ir_datasets, DDP, 4 GPUs.")
-    cap = (f"Table 3 of the paper, measured: samples/s of each option on the paper's chosen configuration "
-           f"({o.get('loader', '?')}, {str(o.get('parallel', '?')).upper()}, {o.get('replicas', '?')} replicas), and "
-           f"the % change against the baseline (no workers, no pin_memory, page cache warm), ours as bars "
-           f"(95% bootstrap intervals over steps) and the paper's as stars (computed from its Table 3). "
-           f"pin_memory is a no-op without CUDA: without it, its rows (alone or combined) are recorded as not run. "
-           f"RAMDISK adds the copied files' size to memory, as the paper does. Beyond the paper: "
-           f"worker start method and a cold page cache. Scale: {_scale(df)}; {P.SCALE}.")
+    cap = (f"Table 3 of the paper, measured: samples/s and memory of each option on the paper's chosen "
+           f"configuration ({o.get('loader', '?')}, {str(o.get('parallel', '?')).upper()}, {o.get('replicas', '?')} "
+           f"replicas): ours as dots with 95% bootstrap intervals over steps (samples/s) or memory readings (memory), "
+           f"as a % change or ratio against the baseline (no workers, no pin_memory, page cache warm); the paper's "
+           f"as stars, computed from its Table 3, on the row of the same setting only. Rows the paper has and this "
+           f"profile did not run (more workers than it runs, pin_memory without CUDA) say why. RAMDISK adds the "
+           f"copied files' size to memory, as the paper does. Beyond the paper: worker start method and a cold page "
+           f"cache. Scale: {_scale(df)}; {P.SCALE}.")
     return [*plotting.save(fig, out_png, cap), md]
 
 
@@ -358,16 +399,21 @@ def worker_memory_growth(inputs, out_png):
     fig, axes = plt.subplots(1, len(loaders), figsize=(5 * len(loaders), 4), layout="constrained",
                              sharey=True, squeeze=False)
     for ax, l in zip(axes[0], loaders):
-        g = df[(df.loader == l) & (df.phase == "measured")]
+        g = df[df.loader == l]  # every reading: before the first batch too (the fork), as hollow markers
         for (w, k), s in g.groupby(["num_workers", "worker"]):
             name = f"{w} worker(s): {'main' if k < 0 else f'worker {k}'}"
             s = s.sort_values("t_rel_s")
-            ax.plot(s.batches, s.uss_bytes / 1e6, color=col[name], label=name,
-                    ls="-" if k >= 0 else "--", marker="." if k >= 0 else None, ms=3)
-        ax.set(title=l, xlabel="batches delivered", ylabel="USS (MB, private pages)")
+            mk = "s" if k < 0 else "ox+1234"[int(k) % 7]  # coinciding workers stay apart by marker
+            ax.plot(s.t_rel_s, s.uss_bytes / 1e6, color=col[name], label=name, ls="-" if k >= 0 else "--",
+                    marker=mk, ms=7, mew=1.8)
+            early = s[s.phase != "measured"]
+            ax.plot(early.t_rel_s, early.uss_bytes / 1e6, ls="none", marker="o", ms=11, mfc="none", mec=col[name],
+                    mew=1.5, zorder=3)
+        ax.set(title=l, ylabel="USS (MB, private pages)", xlabel="seconds (ringed: loading the collection)")
     plotting.legend_below(fig, ncol=3)
-    cap = ("Beyond the paper: private memory (USS) of the main process and of each DataLoader worker while "
-           "batches are delivered (no model). Workers are forked: pages of the dict loader's Python objects "
+    cap = ("Beyond the paper: private memory (USS) of the main process and of each DataLoader worker over "
+           "time while batches are delivered (no model); every reading is a marker, ringed while the "
+           "process loads the collection (before its workers start). Workers are forked: pages of the dict loader's Python objects "
            "that a worker reads get copied into it as their reference counts change (copy-on-read, a "
            "long-standing PyTorch issue), so its USS grows with the documents it touches (the main process's "
            "USS drops when the workers fork: its pages become shared with them); loaders whose "
@@ -404,7 +450,8 @@ def memory_duplication(inputs, out_png):
         ax.set(ylabel="PSS(N) / PSS(1)", title="memory duplication factor")
     plotting.legend_below(fig, ncol=3)
     cap = (f"Beyond the paper: summed PSS of the process tree with N replicas over that with one, per loader "
-           f"(readings during the measured steps; 95% bootstrap interval of the ratio of medians). DDP gives "
+           f"(readings during the measured steps; 95% bootstrap interval of the ratio of medians, drawn where the "
+           f"readings vary: a run whose memory held still has none). DDP gives "
            f"every rank its own process, model and, for in-memory, its own copy of the corpus; DP threads "
            f"share one process. Stars: the same ratio computed from the paper's Table 2, whose memory is the "
            f"main process's RSS times the GPU count (so DDP is 2x there by construction). {_impl(df)}. "
