@@ -44,7 +44,9 @@ def apply_style() -> None:
                                          "xtick.labelsize", "ytick.labelsize", "legend.fontsize")}
     plt.rcParams.update({**sizes, "axes.prop_cycle": cycler(color=COLORBLIND), "figure.dpi": 110,
                          "savefig.dpi": 150, "savefig.bbox": "tight", "pdf.fonttype": 42,
-                         "legend.frameon": False})
+                         "legend.frameon": False,
+                         # seaborn's sheets draw markers without edges, so a hollow marker (mfc="none") vanished
+                         "lines.markeredgewidth": 1.2})
 
 
 def label_source(name: str, source: str) -> str:

@@ -17,8 +17,8 @@ from . import roofline
 # What each figure shows, for the report (the caption the figure writes adds the run's details).
 DESCRIPTIONS = {
     "fig1_roofline": (
-        "Figure 1 of Trinity measured on this machine: utilisation (FLOP/s over a measured GEMM peak, a "
-        "CPU proxy for GPU utilisation) against batch size for the extend engine, prefill and decode of "
+        "Figure 1 of Trinity measured on this machine: utilisation (FLOP/s over a measured GEMM peak on the "
+        "device that ran: the GPU where there is one, else a CPU proxy for GPU utilisation) against batch size for the extend engine, prefill and decode of "
         "the shared small transformer, with the paper's fit u(X) = min(u_max, (X/X_sat)^alpha) per stage."
     ),
     "fig2_placement": (
@@ -77,20 +77,24 @@ def fig1_roofline(inputs: dict[str, list[Path]], out_png: Path) -> list[Path]:
         a1.errorbar(m.index, m.u, yerr=[m.u - m.lo, m.hi - m.u], marker="o", ls="none", color=col[stage], label=lbl)
         xs = np.geomspace(m.index.min(), m.index.max(), 100)
         a1.plot(xs, roofline.u_model(xs, f["u_max"], f["x_sat"], f["alpha"]), color=col[stage], lw=1.2, ls="--")
-        a2.plot(m.index, m.w / m.w.max(), marker="o", color=col[stage], label=f"_{stage}")
+        a2.plot(m.index, m.w / m.w.iloc[0], marker="o", color=col[stage], label=f"_{stage}")
         notes.append(f"{stage}: u_max={f['u_max']:.3g}, X_sat={f['x_sat']:.3g}, alpha={f['alpha']:.2f}, "
                      f"knee={f['x_knee']:.3g}")
+    dev = str(df.device.iloc[0])
+    proxy = "GPU" if dev.startswith("cuda") else "CPU proxy for GPU utilisation"
     a1.set(xscale="log", yscale="log", xlabel="batch size X (queries Q for search, sequences B for prefill/decode)",
-           ylabel="u = FLOP/s / peak FLOP/s", title="utilisation; dashed: fit min(u_max, (X/X_sat)^alpha)")
-    a2.set(xscale="log", xlabel="batch size X", ylabel="throughput / its maximum",
-           title="throughput per stage (search: distance tasks/s; LM: tokens/s)")
+           ylabel=f"u = FLOP/s / peak FLOP/s ({proxy})", title="utilisation; dashed: fit min(u_max, (X/X_sat)^alpha)")
+    a2.set(xscale="log", yscale="log", xlabel="batch size X", ylabel="throughput / throughput at the smallest X",
+           title="gain from batching (flat: saturated)")
     handles, labels = a1.get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside right upper", fontsize="small")
     prov = df.attrs["provenance"]
     cap = (f"Figure 1 of Trinity measured on this machine ({prov.get('cpu_model', 'CPU')}, device "
            f"{df.device.iloc[0]}): the extend engine (one extend with Q busy slots), and prefill/decode of the shared "
-           f"small random-weight transformer. Utilisation is a CPU proxy (achieved FLOP/s over a measured GEMM peak "
-           f"{df.peak_flops.iloc[0] / 1e9:.1f} GFLOP/s); points: median of the timed runs, bars min-max. Fits: "
+           f"small random-weight transformer. Utilisation is achieved FLOP/s over a measured GEMM peak "
+           f"{df.peak_flops.iloc[0] / 1e9:.1f} GFLOP/s on {dev} ({proxy}); points: median of the timed runs, bars "
+           f"min-max. Right: each stage's throughput (search: distance tasks/s; LM: tokens/s) over its own value at "
+           f"the smallest batch, so a plateau is where batching stops paying. Fits: "
            + "; ".join(notes) + ". " + NO_PAPER)
     return plotting.save(fig, out_png, cap)
 
@@ -212,29 +216,41 @@ def lanes(inputs: dict[str, list[Path]], out_png: Path) -> list[Path]:
         ls = "-" if a == "poisson" else "--"
         a1.errorbar(s.index, s.u, yerr=[s.u - s.lo, s.hi - s.u], ls=ls, marker="o", color=col[pol],
                     label=plotting.label_source(f"{pol}, {a}", "emulated"))
-        a2.plot(s.index, s.e, ls=ls, marker="o", color=col[pol], label=f"_{pol}{a}")
+        k = sorted(df.policy.unique()).index(pol)
+        a2.plot(s.index, s.e, ls=ls, marker=POLICY_MARKERS[k], ms=5 + 3 * k, mfc="none", mew=1.5, color=col[pol],
+                label=f"_{pol}{a}")
     a1.axhline(0.9, color="0.5", ls=":", lw=1)
     a1.set(xlabel="offered load (fraction of estimated capacity)", ylabel="filled lanes / launched lanes",
            ylim=(0, 1.02), title="lane utilisation of the fixed-shape distance op")
     a2.set(xlabel="offered load (fraction of estimated capacity)", ylabel="extends per request (mean)",
-           title="extends per request")
+           title="extends per request (same for every policy)", ylim=(0, None))
     plotting.legend_below(fig, ncol=2)
     cap = ("Lane utilisation of the fixed-shape distance operation (real distance tasks / lanes launched, "
            f"{int(df.lanes.iloc[0])} lanes per launch) and mean extends per request against offered load, static "
            "against continuous batching (extends per request are the same for both policies: same requests, "
-           "batch-independent searches); dotted: the issue's 90% target. Right: the same extends' utilisation had "
+           "batch-independent searches: the larger hollow markers are the second policy, on top of the first); dotted: a 90% "
+           "utilisation reference (the harness's target). Right: the same extends' utilisation had "
            "the op been captured at another size (tasks per extend do not depend on it; its timing would). Replay "
            "of real searches (emulated serving, measured extend times); median over seeds, bars min-max. " + NO_PAPER)
     return plotting.save(fig, out_png, cap)
 
 
+POLICY_MARKERS = "osD^vP*X"
+
+
 def _policy_medians(ax, df, x, c, col, scale=1.0, label=True) -> None:
-    """One line per policy: the median of ``c`` over seeds against ``x``, bars min-max (emulated runs)."""
-    for pol, g in df.groupby("policy"):
-        s = g.groupby(x)[c].agg(["median", "min", "max"]) * scale
-        ax.errorbar(s.index, s["median"], yerr=[s["median"] - s["min"], s["max"] - s["median"]], marker="o",
-                    ms=3, capsize=2, color=col.get(pol, "0.3"),
-                    label=plotting.label_source(pol, "emulated") if label else None)
+    """One line per policy: the median of ``c`` over seeds against ``x``, bars min-max (emulated runs).
+    Each policy has its own marker and a small sideways offset, so policies that coincide stay visible."""
+    pols = sorted(df.policy.unique())
+    xs = np.sort(df[x].unique())
+    step = float(np.min(np.diff(xs))) if len(xs) > 1 else 1.0
+    for i, pol in enumerate(pols):
+        s = df[df.policy == pol].groupby(x)[c].agg(["median", "min", "max"]) * scale
+        dx = (i - (len(pols) - 1) / 2) * 0.12 * step
+        ax.errorbar(s.index + dx, s["median"], yerr=[s["median"] - s["min"], s["max"] - s["median"]],
+                    marker=POLICY_MARKERS[i % len(POLICY_MARKERS)], ms=6, mew=1.5, mfc="none" if i % 2 else None,
+                    capsize=2,
+                    color=col.get(pol, "0.3"), label=plotting.label_source(pol, "emulated") if label else None)
 
 
 @FIGURES.figure("scheduler", records=("sched",), title="stage-aware scheduling against baselines")
@@ -243,7 +259,9 @@ def scheduler_fig(inputs: dict[str, list[Path]], out_png: Path) -> list[Path]:
     df = _read(inputs["sched"])
     runs, ctl = df[df.row == "run"], df[df.row == "control"]
     col = plotting.colors(runs.policy.unique())
-    fig, axes = plt.subplots(1, 5, figsize=(19, 4), layout="constrained")
+    fig, grid = plt.subplots(2, 3, figsize=(14, 7.5), layout="constrained")
+    axes = grid.ravel()
+    axes[5].axis("off")
     panels = [("pre_p95_wait_s", "prefill p95 wait (ms), TTFT proxy", 1e3),
               ("pre_within_deadline", "share of prefill within deadline", 1),
               ("dec_stall_fraction", "decode stall fraction", 1), ("tokens_per_s", "emulated decode tokens/s", 1)]
@@ -254,20 +272,31 @@ def scheduler_fig(inputs: dict[str, list[Path]], out_png: Path) -> list[Path]:
     axes[1].axhline(0.99, color="0.5", ls=":", lw=1)
     if len(ctl):
         groups = list(ctl[ctl.repeat == 0].groupby("total_load"))
-        for i, (load, g) in enumerate(groups):      # greys: loads, not policies (policy colours are taken)
-            axes[4].plot(g.t_s, g.r, marker=".", color=plt.cm.Greys(0.35 + 0.65 * i / max(1, len(groups) - 1)),
+        cmap = plt.cm.viridis   # loads, not policies: a sequential map (policy colours are taken)
+        for i, (load, g) in enumerate(groups):
+            axes[4].plot(g.t_s, g.r, marker=".", color=cmap(0.85 * i / max(1, len(groups) - 1)),
                          label=f"_r at load {load:.2f}")
-            axes[4].annotate(f"{load:.2f}", (g.t_s.iloc[-1], g.r.iloc[-1]), fontsize="x-small")
         axes[4].set(xlabel="emulated time (s)", ylabel="prefill share r",
-                    title="trinity control loop: r (seed 0; grey: load, labelled)")
+                    title="trinity control loop: r (seed 0)")
+        from matplotlib.lines import Line2D
+        axes[5].legend([Line2D([], [], color=cmap(0.85 * i / max(1, len(groups) - 1)), marker=".")
+                        for i in range(len(groups))], [f"offered load {load:.2f}" for load, _ in groups],
+                       title="control loop panel", loc="center", fontsize="small")
     else:
         plotting.not_run(axes[4], "trinity policy not in the profile")
-    plotting.legend_below(fig, ncol=5)
+    plotting.legend_below(fig, grid[0][0], ncol=5)
     cap = ("Prefill retrievals (open loop, deadline L_pre,max, dotted in the first panel) and decode streams (a "
            "retrieval every delta tokens, stalled until it returns) through one FIFO queue, strict prefill or decode "
            "priority, Trinity with a fixed r, and Trinity with its control loop. Emulated LLM stages over a replay "
-           "of real searches with measured extend times; median over seeds, bars min-max. " + NO_PAPER)
+           "of real searches with measured extend times; median over seeds, bars min-max; each policy has its own marker and a small "
+           "sideways offset, so policies that coincide (fixed r and strict prefill priority often equal Trinity) stay "
+           "visible. " + NO_PAPER)
     return plotting.save(fig, out_png, cap)
+
+
+PARAM_LABELS = {"r_min": "r_min (least prefill share)", "r_max": "r_max (most prefill share)",
+                "tau_pre_ms": "τ_pre (ms)", "delta_tokens": "δ, retrieval interval (tokens)",
+                "deadline_factor": "L_pre,max (x full-occupancy search time)", "control_ms": "control period (ms)"}
 
 
 @FIGURES.figure("sched_sweep", records=("sched",), title="scheduler parameters swept one at a time")
@@ -278,7 +307,7 @@ def sched_sweep_fig(inputs: dict[str, list[Path]], out_png: Path) -> list[Path]:
     col = plotting.colors(df[df.row == "run"].policy.unique())   # the scheduler figure's colours
     params = list(dict.fromkeys(sw.sweep_param)) if len(sw) else []
     fig, axes = plt.subplots(2, max(1, len(params)), figsize=(3.6 * max(1, len(params)) + 1, 6.2),
-                             layout="constrained", squeeze=False)
+                             layout="constrained", squeeze=False, sharey="row")
     if not params:
         for ax in axes.ravel():
             plotting.not_run(ax, "no scheduler.sweep.params in the profile")
@@ -289,13 +318,16 @@ def sched_sweep_fig(inputs: dict[str, list[Path]], out_png: Path) -> list[Path]:
         for i, (c, ylabel) in enumerate(rows):
             ax = axes[i, j]
             _policy_medians(ax, g, "sweep_value", c, col, label=j == 0 and i == 0)
-            ax.set(xlabel=name, ylabel=ylabel if j == 0 else None)
-        axes[0, j].axhline(0.99, color="0.5", ls=":", lw=1)
-        axes[0, j].set_title(f"{name} (load {g.load_frac.iloc[0]:.2f} x prefill capacity)", fontsize="small")
+            ax.set(xlabel=PARAM_LABELS.get(name, name), ylabel=ylabel if j == 0 else None)
+        axes[0, j].axhspan(0.99, 1.0, color="0.85", zorder=0, lw=0)
+        axes[0, j].set_title(f"{PARAM_LABELS.get(name, name).split(' (')[0]} (load {g.load_frac.iloc[0]:.2f})",
+                             fontsize="small")
+    axes[0, 0].set_ylim(0, 1.03)
+    axes[1, 0].set_ylim(0, max(0.05, float(sw.dec_stall_fraction.max()) * 1.15))
     plotting.legend_below(fig, ncol=5)
     cap = (f"Scheduler parameters the paper leaves open, swept one at a time ({', '.join(params)}; the others as "
            f"configured) at prefill load {sw.load_frac.iloc[0]:.2f} of capacity plus the decode share: top, share of "
-           f"prefill retrievals within L_pre,max (dotted: the 0.99 target); bottom, decode stall fraction. Median "
+           f"prefill retrievals within L_pre,max (grey band: the 0.99 target and above); bottom, decode stall fraction. Median "
            f"over {sw.repeat.nunique()} seeds, bars min-max. Emulated LLM stages over a replay of real searches "
            f"with measured extend times. " + NO_PAPER)
     return plotting.save(fig, out_png, cap)
