@@ -13,8 +13,8 @@ import pandas as pd
 
 from ..core import plotting
 from . import paper_values
-from .figures import (COMPUTED_COLOR, COMPUTED_LABEL, FIGURES, label, log_bars, log_floor, not_run_text, paper_point,
-                      read, where, write_csv)
+from .figures import (COMPUTED_COLOR, COMPUTED_LABEL, FIGURES, label, log_dots, log_floor, not_run_text, paper_point,
+                      plain_log_ticks, read, where, write_csv)
 
 PAPER_RALM_ARCH = {("S", "cpu"): "8CPU", ("L", "cpu"): "16CPU", ("S", "fpga-gpu"): "1FPGA-1GPU",
                    ("L", "fpga-gpu"): "2FPGA-1GPU"}
@@ -50,8 +50,9 @@ def _paper_ratio(metric: str, batch: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _ratio_panel(ax, ours: pd.DataFrame, paper: pd.DataFrame, col: dict, ylabel: str) -> None:
-    """Ours (bars, per config) and the authors' (markers) ratios to inference only, per model / interval."""
+def _ratio_panel(ax, ours: pd.DataFrame, paper: pd.DataFrame, col: dict, ylabel: str, steps: int | None = None) -> None:
+    """Ours (dots, per config) and the authors' (markers, just right of ours) ratios to inference only, per
+    model / interval; a slot the paper has and we did not run says why."""
     cats = sorted({_cat(m, i) for m, i in zip(ours.model, ours.interval)} | {_cat(m, i) for m, i in
                                                                              zip(paper.model, paper.interval)},
                   key=lambda c: (c.split("\n")[0], int(c.split()[-1])))
@@ -60,16 +61,22 @@ def _ratio_panel(ax, ours: pd.DataFrame, paper: pd.DataFrame, col: dict, ylabel:
     for j, lab in enumerate(labs):
         g = ours[ours.label == lab]
         x = [cats.index(_cat(m, i)) + (j - (len(labs) - 1) / 2) * w for m, i in zip(g.model, g.interval)]
-        ax.bar(x, g.ratio, w, color=col[lab], label=lab)
-    for cfg, mk in PAPER_MARK.items():   # beside our bar of the same configuration, else either side of centre
+        ax.plot(x, g.ratio, "o", ms=8, color=col[lab], label=lab)
+    for cfg, mk in PAPER_MARK.items():   # just right of our dot of the same configuration, else either side
         p = paper[paper.config == cfg]
         mine = [lab for lab in labs if lab.split(" [")[0] == cfg]
-        off = ((labs.index(mine[0]) - (len(labs) - 1) / 2) * w) if mine else (-0.15 if cfg == "cpu" else 0.15)
+        off = ((labs.index(mine[0]) - (len(labs) - 1) / 2) * w + w / 3) if mine else (-0.15 if cfg == "cpu" else 0.15)
         paper_point(ax, [cats.index(_cat(m, i)) + off for m, i in zip(p.model, p.interval)], p.ratio,
                     f"{'CPU' if cfg == 'cpu' else 'FPGA-GPU'} retrieval (full-size models, RTX 3090)", mk)
+    have = {_cat(m, i) for m, i in zip(ours.model, ours.interval)}
+    for k, c in enumerate(cats):
+        if c not in have:
+            why = f"not run:\n{steps}-step\nsequences" if steps else "not run here"
+            ax.text(k, 0.03, why, ha="center", va="bottom", fontsize="x-small", color="0.3",
+                    transform=ax.get_xaxis_transform())
     ax.axhline(1, color="grey", lw=0.8)
     ax.set_xticks(range(len(cats)), cats, fontsize="small")
-    ax.set(ylabel=ylabel)
+    ax.set(ylabel=ylabel, ylim=(0, None))
 
 
 def _step_ratios(d: pd.DataFrame) -> pd.DataFrame:
@@ -99,17 +106,18 @@ def fig10(inputs, out_png):
         for lab, s in g.groupby("label"):
             ax.plot(s.step, s.step_s * 1e3, color=col[lab], lw=1, label=lab)
         ax.set(yscale="log", title=f"{mname}, interval {interval} (ours)", xlabel="generation step")
+        plain_log_ticks(ax.yaxis)
         if i % ncol == 0:
             ax.set_ylabel("latency per step (ms)")
     rat = fig.add_subplot(gs[nrow, :])
     _ratio_panel(rat, _step_ratios(d), _paper_ratio("median_step_ms", "one"), col,
-                 "median step latency / inference only")
+                 "median step latency / inference only", steps=int(d.step.max()) + 1)
     rat.set_title("retrieval's cost: ours vs paper (batch 1)", fontsize="small")
     plotting.legend_below(fig, ncol=3)
     cap = (f"Figure 10 (reproduced): RALM per-token-step latency over generation steps (batch 1), per model and "
            f"retrieval interval, ours: random-weight models scaled by the profile (layers "
            f"{sorted(d.layers.dropna().astype(int).unique())}, d_model as Table 2) on this CPU; 'none' = inference "
-           f"only, fpga-* retrieval modelled. Last panel: median step latency over inference only, ours (bars) "
+           f"only, fpga-* retrieval modelled. Last panel: median step latency over inference only, ours (dots) "
            f"and the authors' per configuration (markers: their CPU baseline, 8 cores for S / 16 for L, and "
            f"FPGA-GPU; full-size models on an RTX 3090, 512 steps; intervals they ran), the paper's values drawn "
            f"as ratios because the scales differ. {not_run_text(df)} {where(prov)}.")
@@ -142,21 +150,23 @@ def fig11(inputs, out_png):
     floor = log_floor(t.tokens_per_s)
     for j, lab in enumerate(labs):
         g = t[t.label == lab]
-        log_bars(a1, [cats.index(_cat(m, i)) + (j - (len(labs) - 1) / 2) * w for m, i in zip(g.model, g.interval)],
+        log_dots(a1, [cats.index(_cat(m, i)) + (j - (len(labs) - 1) / 2) * w for m, i in zip(g.model, g.interval)],
                  g.tokens_per_s, w, floor, color=col[lab], label=lab)
     a1.set_xticks(range(len(cats)), cats, fontsize="small")
     a1.set(ylabel="tokens/s (median of repeats)", title="ours: scaled models on this CPU")
     none = t[t.config == "none"].set_index(["model", "interval"]).tokens_per_s
     r = t[t.config != "none"].copy()
     r["ratio"] = [x.tokens_per_s / none.get((x.model, x.interval), np.nan) for x in r.itertuples()]
-    _ratio_panel(a2, r, _paper_ratio("median_tokens_per_s", "max"), col, "tokens/s / inference only")
+    d = df[(df.source != "not_run") & (df.step >= 0)]
+    _ratio_panel(a2, r, _paper_ratio("median_tokens_per_s", "max"), col, "tokens/s / inference only",
+                 steps=int(d.step.max()) + 1 if len(d) else None)
     a2.set_title("retrieval's cost: ours vs paper (throughput batch)", fontsize="small")
     plotting.legend_below(fig, ncol=3)
     pr = paper_values.ralm()
     cap = (f"Figure 11 (reproduced): RALM throughput at the profile's throughput batch "
            f"({', '.join(f'{m}: {int(b)}' for m, b in t.groupby('model').batch_size.first().items())}), by model and "
-           f"retrieval interval. Left: ours in tokens/s (random-weight models scaled by the profile, on this CPU; "
-           f"fpga-* retrieval modelled). Right: tokens/s over inference only, ours (bars) and the authors' per "
+           f"retrieval interval. Top: ours in tokens/s (random-weight models scaled by the profile, on this CPU; "
+           f"fpga-* retrieval modelled). Bottom: tokens/s over inference only, ours (dots) and the authors' per "
            f"configuration (markers; full-size models on an RTX 3090 at batch 64 (S) / 8 (L), "
            f"{pr.median_tokens_per_s.min():.1f}-{pr.median_tokens_per_s.max():.0f} tokens/s). {not_run_text(df)} "
            f"{where(prov)}.")
@@ -210,7 +220,7 @@ def _fig12_ours(ax, ours: pd.DataFrame) -> None:
     floor = min(log_floor(ours.ratio), 0.5)   # the line at 1 stays inside the panel
     for j, lab in enumerate(labs):
         g = ours[ours.label == lab]
-        log_bars(ax, [cats.index(_cat(m, i)) + (j - (len(labs) - 1) / 2) * w for m, i in zip(g.model, g.interval)],
+        log_dots(ax, [cats.index(_cat(m, i)) + (j - (len(labs) - 1) / 2) * w for m, i in zip(g.model, g.interval)],
                  g.ratio, w, floor, color=col[lab], label=lab)
     ax.set_xticks(range(len(cats)), cats, fontsize="small")
     ax.set(ylabel="LM engines per search engine", title="ours: scaled models on this CPU, our search")
@@ -220,7 +230,7 @@ def _fig12_ours(ax, ours: pd.DataFrame) -> None:
 def _fig12_authors(ax, auth: pd.DataFrame) -> None:
     cats = [_cat(m, i) for m, i in zip(auth.model, auth.interval)]
     x = np.arange(len(cats))
-    log_bars(ax, x, auth.ratio, 0.6, 0.05, color=COMPUTED_COLOR, label=COMPUTED_LABEL)
+    log_dots(ax, x, auth.ratio, 0.6, 0.05, color=COMPUTED_COLOR, label=COMPUTED_LABEL)
     ax.axhspan(*PAPER_FIG12_RANGE, color=plotting.PAPER_COLOR, alpha=0.12,
                label=plotting.label_source("range stated in the text: 0.2-442", "paper"))
     for xi, (_, r) in zip(x, auth.iterrows()):

@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..core import plotting
 from . import paper_values
-from .figures import FIGURES, label, log_bars, log_floor, not_run_text, paper_point, read, where, write_csv
+from .figures import FIGURES, label, log_dots, log_floor, not_run_text, paper_point, read, where, write_csv
 
 PAPER_CPU = {"SIFT1000M": "8CPU", "Deep1000M": "8CPU", "RALM-S1000M": "8CPU", "RALM-L1000M": "16CPU"}
 PAPER_MARK = {"fpga-cpu": "P", "fpga-gpu": "*"}
@@ -51,6 +51,25 @@ def _speedup_panel(ax, g: pd.DataFrame, col: dict, pds: str | None) -> None:
     ax.xaxis.set_minor_locator(plt.NullLocator())
 
 
+def _latency_dots(ax, g: pd.DataFrame, order: list, col: dict) -> None:
+    """Every timed batch as a small dot, the median as a large one and min-max as a bar, per batch size and
+    configuration side by side (a violin of a modelled series with no spread collapses to a hairline)."""
+    labs = sorted(g.label.unique())
+    w = 0.8 / max(len(labs), 1)
+    rng = np.random.default_rng(0)
+    for j, lab in enumerate(labs):
+        for i, b in enumerate(order):
+            v = g[(g.label == lab) & (g.batch_size == b)].latency_ms.to_numpy(float)
+            if not v.size:
+                continue
+            x = i + (j - (len(labs) - 1) / 2) * w
+            ax.plot(x + rng.uniform(-w / 4, w / 4, v.size), v, ".", ms=3, alpha=0.45, color=col[lab])
+            ax.errorbar(x, np.median(v), yerr=[[np.median(v) - v.min()], [v.max() - np.median(v)]], fmt="o",
+                        ms=6, color=col[lab], ecolor=col[lab], capsize=2, label=lab if i == 0 else None)
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(order)), [str(b) for b in order])
+
+
 @FIGURES.figure("fig9", records=("search",), title="Figure 9: vector-search latency per batch size")
 def fig9(inputs, out_png):
     plotting.apply_style()
@@ -65,16 +84,16 @@ def fig9(inputs, out_png):
         g = lat[lat.dataset == ds]
         pds = paper_values.paper_dataset(ds)
         order = sorted(g.batch_size.unique())
-        import seaborn as sns  # only this figure needs it (a figure job need not import it)
-
-        sns.violinplot(g, x="batch_size", y="latency_ms", hue="label", order=order, ax=a1, cut=0, palette=col,
-                       density_norm="width", inner="point", linewidth=0.6, log_scale=True)
-        a1.set(title=f"{ds}: ours, {_scale(g)}", xlabel="batch size", ylabel="latency per batch (ms)")
+        _latency_dots(a1, g, order, col)
+        a1.set(xlabel="batch size", ylabel="latency per batch (ms)")
+        a1.set_title(f"{ds}: ours, {_scale(g)}", fontsize="medium")
         _speedup_panel(a2, g, col, pds)
-        a2.set_title(f"speed-up over CPU: ours ({_scale(g)}) and paper ({pds}, 1B)", fontsize="small")
+        a2.set_title(f"speed-up over CPU: ours ({_scale(g)}) and paper ({pds}, 1B)", fontsize="medium")
+        a2.yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:g}"))
+        a2.yaxis.set_minor_formatter(plt.NullFormatter())
     plotting.legend_below(fig, ncol=3)
-    cap = (f"Figure 9 (reproduced): vector-search latency per batch. Left: ours, distribution over timed batches "
-           f"(violins; dots = batches) per dataset, batch size and configuration, at our scale (the profile's "
+    cap = (f"Figure 9 (reproduced): vector-search latency per batch. Left: ours, every timed batch (small dots), "
+           f"the median (large dot) and min-max (bar) per dataset, batch size and configuration, at our scale (the profile's "
            f"datasets). Right: speed-up of each configuration over the CPU baseline at the same batch size (median "
            f"latencies): ours (lines) beside the authors' (markers, their 1B-vector datasets: FPGA-CPU and FPGA-GPU "
            f"over their 8-core CPU, 16 cores for RALM-L). Absolute values are not compared across scales. fpga-* "
@@ -101,7 +120,7 @@ def throughput(inputs, out_png):
         m = med[med.label == lab].set_index("dataset").reindex(dsets)
         x = np.arange(len(dsets)) + (j - (len(labs) - 1) / 2) * w
         cpu = med[med.config == "cpu"].set_index("dataset").qps.reindex(dsets)
-        log_bars(a1, x, m.qps, w, floor, color=col[lab], label=lab)
+        log_dots(a1, x, m.qps, w, floor, color=col[lab], label=lab)
         a2.bar(x, m.qps / cpu, w, color=col[lab])
     for i, ds in enumerate(dsets):
         pds = paper_values.paper_dataset(ds)
@@ -133,13 +152,17 @@ def table5(inputs, out_png):
     df, prov = read(inputs["energy"])
     d = df[df.source != "not_run"] if "source" in df else df
     fig, axes = plt.subplots(1, max(d.dataset.nunique(), 1), figsize=(3.2 * max(d.dataset.nunique(), 1) + 1, 3.8),
-                             squeeze=False, layout="constrained")
+                             squeeze=False, layout="constrained", sharey=True)
     if d.empty or "energy_mj" not in d:
         plotting.not_run(axes[0, 0], "no energy rows: no search records with cpu and fpga configurations")
         return plotting.save(fig, out_png, "Table 5: not run (no energy rows).")
     write_csv(d, out_png)
     fp = d[d.config.str.startswith("fpga")]
-    col = plotting.colors(label(c, s) for c, s in zip(fp.config, fp.source))
+    cpu_src = set(d[d.config == "cpu"].source)
+
+    def ratio_label(c: str, src: str) -> str:   # the ratio is modelled if either energy is
+        return label(f"cpu / {c} energy", "modelled" if "modelled" in cpu_src | {src} else src)
+    col = plotting.colors(ratio_label(c, s) for c, s in zip(fp.config, fp.source))
     for ax, (ds, g) in zip(axes[0], d.groupby("dataset")):
         cpu = g[g.config == "cpu"].set_index("batch_size")
         bss = sorted(g.batch_size.unique())
@@ -153,14 +176,12 @@ def table5(inputs, out_png):
         floor = log_floor(paper, *ours.values())
         w = 0.8 / len(cfgs)
         for j, c in enumerate(cfgs):
-            lab = label(c, g[g.config == c].source.iloc[0])
-            log_bars(ax, np.arange(len(bss)) + (j - (len(cfgs) - 1) / 2) * w, ours[c], w, floor, color=col[lab],
+            lab = ratio_label(c, g[g.config == c].source.iloc[0])
+            log_dots(ax, np.arange(len(bss)) + (j - (len(cfgs) - 1) / 2) * w, ours[c], w, floor, color=col[lab],
                      label=lab)
         paper_point(ax, np.arange(len(bss)), paper.values, "CPU / ChamVS energy (Table 5, 1B vectors)")
         ax.set_xticks(np.arange(len(bss)), [str(b) for b in bss])
         ax.set(title=f"{ds} (paper: {g.paper_dataset.iloc[0]})", xlabel="batch size")
-        ax.yaxis.set_major_formatter(plt.ScalarFormatter())
-        ax.yaxis.set_minor_formatter(plt.NullFormatter())
     axes[0, 0].set_ylabel("energy efficiency over CPU (x)")
     plotting.legend_below(fig, ncol=3)
     counters = prov.get("power_counters", {})
