@@ -17,3 +17,19 @@ if CLAIMS:
             "{BENCH} ledger --claims {input} --profile {PROFILE} --out {output.md} --figure {output.png}"
 
     TARGETS["_ledger"] = [*rules.claims_ledger.output]
+
+    rule report_page:
+        # The page a reader opens first (reports/<profile>/index.html): the ledger, counts first, then every
+        # study's figures in the paper's order with their captions and tables. Figures and ledger only.
+        priority: LAST
+        input:
+            ledger=rules.claims_ledger.output.parquet,
+            figures=[t for study in sorted(TARGETS) if study != "_ledger" for t in TARGETS[study]],
+        output:
+            f"reports/{PROFILE}/index.html",
+        benchmark:
+            f"{BENCHMARKS}/report_page.tsv"
+        shell:
+            "{BENCH} report --claims {input.ledger} --figures {FIGURES} --profile {PROFILE} --out {output}"
+
+    TARGETS["_report"] = [*rules.report_page.output]

@@ -42,9 +42,15 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     led.add_argument("--out", required=True, help="claims.md (claims.parquet and claims.html beside it)")
     led.add_argument("--figure", required=True, help="PNG of verdicts per study")
     led.set_defaults(func=_ledger)
+    rep = sub.add_parser("report", help="the page to open first: the ledger, then every study's figures with captions")
+    rep.add_argument("--claims", required=True, help="the ledger's claims.parquet (results/<profile>/)")
+    rep.add_argument("--figures", required=True, help="the figures folder of the profile (figures/<profile>/)")
+    rep.add_argument("--profile", required=True)
+    rep.add_argument("--out", required=True, help="index.html")
+    rep.set_defaults(func=_report)
     names = study_names()
     first = next((a for a in (argv or []) if not a.startswith("-")), None)
-    if first in ("data", "ledger"):
+    if first in ("data", "ledger", "report"):
         wanted = []
     elif first and first.replace("-", "_") in names:
         wanted = [first.replace("-", "_")]
@@ -68,6 +74,19 @@ def _debug(argv: list[str]) -> tuple[bool, list[str]]:
     """``--debug`` (anywhere on the line) or ``BENCH_DEBUG=1``: show a bug's traceback in full."""
     on = "--debug" in argv or os.environ.get("BENCH_DEBUG", "") not in ("", "0")
     return on, [a for a in argv if a != "--debug"]
+
+
+def _report(a: argparse.Namespace) -> None:
+    from pathlib import Path
+
+    from .core import doors, report
+    from .core.errors import ConfigError
+
+    doors.claims_files([a.claims])
+    if not Path(a.figures).is_dir():
+        raise ConfigError(f"report: --figures {a.figures}: no such folder")
+    doors.out_path("report", a.out, ".html")
+    report.build(a.claims, a.figures, a.out, a.profile)
 
 
 def main(argv: list[str] | None = None) -> int:
