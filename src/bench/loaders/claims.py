@@ -69,7 +69,7 @@ def _throughput_claims(df, st) -> list[C.Claim]:
     if n < 2:
         why = _not_run_why(df, "ddp", 2)
         out += [C.claim(STUDY, cid, text, pv, ours=None, source="not_run", unit="x", scale=_scale(df, "2 replicas"),
-                        reason=why) for cid, text, pv in (
+                        reason=f"not run: {why}") for cid, text, pv in (
             ("irds-ahead-multi-gpu", "ir_datasets is ahead of in-memory with two or more GPUs", "+2.33% (DDP, 2 GPUs)"),
             ("ddp-faster-than-dp", "DDP is slightly faster than DP (GIL)", _ddp_over_dp_paper("ir_datasets")))]
     if n >= 2:
@@ -89,10 +89,12 @@ def _throughput_claims(df, st) -> list[C.Claim]:
             kw = dict(ours=e, ci=(lo, hi), unit="x DP samples/s", scale=_scale(df, "2 replicas"),
                       machine_busy=_busy(df, f"{l}/ddp/2", f"{l}/dp/2"),
                       reason=f"DDP over DP ({_impls(df)}), median per-step samples/s")
-            if cid:
+            if cid:  # one measurement, one row: it is the paper's claim and the harness's target (same threshold)
+                kw["reason"] += "; also the harness's target 'DDP at least as fast as DP' (same threshold)"
                 out.append(C.claim(STUDY, cid, "DDP is slightly faster than DP (GIL)", pv, threshold=1.0, **kw))
-            out.append(C.claim(STUDY, f"target-ddp-ge-dp-{l}", f"target: DDP at least as fast as DP at 2 replicas ({l})",
-                               pv, threshold=1.0, **kw))
+            else:
+                out.append(C.claim(STUDY, f"target-ddp-ge-dp-{l}",
+                                   f"target: DDP at least as fast as DP at 2 replicas ({l})", pv, threshold=1.0, **kw))
     return out
 
 
