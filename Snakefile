@@ -8,7 +8,7 @@ from pathlib import Path
 from snakemake.utils import min_version
 
 from bench.core.config import validate_profile
-from bench.core.errors import ConfigError
+from bench.core.errors import BenchError
 
 min_version("9.0")
 
@@ -26,7 +26,10 @@ if "profile" not in config:
 
 try:
     _validated = validate_profile(config)
-except ConfigError as _exc:
+    from bench.data.prepared import check_user_files
+
+    check_user_files(_validated["datasets"])  # paths relative to the working directory, as `bench data prepare` reads them
+except BenchError as _exc:
     print(f"bench: {_exc}", file=sys.stderr)
     sys.exit(1)
 config.clear()

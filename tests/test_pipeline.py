@@ -97,3 +97,50 @@ def test_every_report_caption_exists(repo):
             assert (repo / "workflows" / cap).is_file(), f"{smk.name}: missing caption {cap}"
             found += 1
     assert found >= 2   # the ledger's; a figure's report caption is written by its figure job (test_contract)
+
+
+def _readme_line(repo: Path, needle: str) -> list[str]:
+    import re
+    import shlex
+
+    for cmd in re.findall(r"`(\.venv/bin/snakemake [^`]*)`", (repo / "README.md").read_text()):
+        if needle in cmd:
+            return ["1" if a == "N" else a for a in shlex.split(cmd.replace("<profile>", "micro"))[1:]]
+    raise AssertionError(f"no `{needle}` command in the README")
+
+
+def test_the_readmes_recovery_after_kill_works(repo, tmp_path):
+    """The README's unlock line (Snakemake 9 wants --cores even to unlock), then --rerun-incomplete."""
+    cfg = yaml.safe_load(_profile(repo, tmp_path).read_text())
+    del cfg["datasets"]["mine"]
+    cfg["ivf_recall"]["datasets"] = ["syn"]
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "micro.yaml").write_text(yaml.safe_dump(cfg))
+    for needle in ("--unlock", "--rerun-incomplete"):
+        args = _readme_line(repo, needle)
+        r = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), "-d", str(tmp_path),
+                            *args, *([] if needle == "--unlock" else ["-n"])],
+                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        assert r.returncode == 0, (needle, r.stderr[-2000:])
+
+
+def test_a_truncated_user_file_fails_at_validation_with_both_sizes(repo, tmp_path):
+    xb, xq = synthetic.sift_like(500, seed=11, n_queries=10)
+    (tmp_path / "user").mkdir()
+    formats.write_bin(tmp_path / "user" / "base.u8bin", xb)
+    formats.write_bin(tmp_path / "user" / "query.u8bin", xq)
+    formats.write_groundtruth(tmp_path / "user" / "gt.ibin", groundtruth.exact_knn(xb, xq, 10)[0])
+    base = tmp_path / "user" / "base.u8bin"
+    base.write_bytes(base.read_bytes()[:-100])
+    r = _snakemake(repo, tmp_path, "-n", "--configfile", str(_profile(repo, tmp_path)))
+    assert r.returncode != 0
+    assert "dataset 'mine' base" in r.stderr and f"{8 + 500 * 128} B" in r.stderr and f"{8 + 500 * 128 - 100} B" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_numbers_from_config_are_numbers_in_the_datasets_section_too(repo, tmp_path):
+    from bench.core import config
+
+    cfg = yaml.safe_load(_profile(repo, tmp_path).read_text())
+    cfg["datasets"]["syn"]["n_base"] = "100"      # as `--config datasets='{...}'` hands it over
+    assert config.validate_profile(cfg)["datasets"]["syn"]["n_base"] == 100

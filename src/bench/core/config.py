@@ -75,9 +75,13 @@ def _validate(instance: Any, schema: Mapping, where: str) -> None:
         raise ConfigError(f"invalid config at '{key or '<top>'}': {msg}{more}")
 
 
-def _coerce(value: Any, schema: Mapping) -> Any:
+def _coerce(value: Any, schema: Mapping, root: Mapping | None = None) -> Any:
     """Strings where the schema wants a boolean or a number become one: Snakemake's ``--config
-    study='{"enabled": false}'`` hands nested values over as strings."""
+    study='{"enabled": false}'`` (or ``datasets='{...}'``) hands nested values over as strings.
+    ``$ref`` into the root schema's ``$defs`` is followed (the datasets section uses one)."""
+    root = schema if root is None else root
+    if isinstance(schema.get("$ref"), str) and schema["$ref"].startswith("#/$defs/"):
+        schema = root.get("$defs", {}).get(schema["$ref"].split("/")[-1], {})
     types = schema.get("type", [])
     types = [types] if isinstance(types, str) else types
     if isinstance(value, str):
@@ -93,9 +97,9 @@ def _coerce(value: Any, schema: Mapping) -> Any:
         return value
     if isinstance(value, dict):
         props, extra = schema.get("properties", {}), schema.get("additionalProperties")
-        return {k: _coerce(v, props.get(k, extra if isinstance(extra, dict) else {})) for k, v in value.items()}
+        return {k: _coerce(v, props.get(k, extra if isinstance(extra, dict) else {}), root) for k, v in value.items()}
     if isinstance(value, list) and isinstance(schema.get("items"), dict):
-        return [_coerce(v, schema["items"]) for v in value]
+        return [_coerce(v, schema["items"], root) for v in value]
     return value
 
 
@@ -123,6 +127,7 @@ def validate_profile(config: Mapping[str, Any]) -> dict:
     top = copy.deepcopy(top)
     for s in studies:
         top.setdefault("properties", {}).setdefault(s, {"type": "object"})
+    cfg = {k: (v if k in studies else _coerce(v, top.get("properties", {}).get(k, {}), top)) for k, v in cfg.items()}
     _validate(cfg, top, "")
     for s in studies:  # every study's section, with its defaults (a study left out runs on its defaults)
         cfg[s] = validate_section(s, cfg.get(s))

@@ -73,6 +73,29 @@ def _resolve(path: str, base_dir: Path) -> Path:
     return p if p.is_absolute() else (base_dir / p).resolve()
 
 
+def check_user_files(datasets: Mapping[str, Mapping[str, Any]], workdir: str | os.PathLike = ".") -> None:
+    """When the profile is validated (before any job): every declared ``source: user`` vector file that
+    exists has the size its header or record length implies (a truncated file fails here, with the same
+    message the first job would give). Missing files are left to Snakemake's missing-input message."""
+    for name, spec in datasets.items():
+        if spec.get("source") != "user" or "format" not in spec:
+            continue
+        for key in ("base", "queries"):
+            p = _resolve(spec[key], Path(workdir)) if key in spec else None
+            if p is not None and p.exists():
+                _checked(name, key, lambda: formats.read_vectors(p, spec["format"], check_rows=False))
+        g = _resolve(spec["groundtruth"], Path(workdir)) if "groundtruth" in spec else None
+        if g is not None and g.exists():
+            _checked(name, "groundtruth", lambda: formats.read_groundtruth(g))
+
+
+def _checked(name: str, key: str, read) -> None:
+    try:
+        read()
+    except DataFormatError as exc:
+        raise DataFormatError(f"dataset {name!r} {key}: {exc}") from None
+
+
 def prepare(name: str, spec: Mapping[str, Any], *, profile: str, data_dir: str | os.PathLike = "data",
             seed: int = 0, workdir: str | os.PathLike = ".") -> Path:
     """Prepare one dataset of a profile; returns its manifest path (written last, atomically)."""
