@@ -214,7 +214,7 @@ def _fig12_ours(ax, ours: pd.DataFrame) -> None:
         plotting.not_run(ax, "no inference-only LM runs or no search throughput of the RALM datasets")
         return
     col = plotting.colors(ours.label)
-    cats = sorted({_cat(m, i) for m, i in zip(ours.model, ours.interval)})
+    cats = sorted({_cat(m, i) for m, i in zip(ours.model, ours.interval)}, key=lambda c: (c.split("\n")[0], int(c.split()[-1])))
     labs = sorted(ours.label.unique())
     w = 0.8 / len(labs)
     floor = min(log_floor(ours.ratio), 0.5)   # the line at 1 stays inside the panel
@@ -223,7 +223,7 @@ def _fig12_ours(ax, ours: pd.DataFrame) -> None:
         log_dots(ax, [cats.index(_cat(m, i)) + (j - (len(labs) - 1) / 2) * w for m, i in zip(g.model, g.interval)],
                  g.ratio, w, floor, color=col[lab], label=lab)
     ax.set_xticks(range(len(cats)), cats, fontsize="small")
-    ax.set(ylabel="LM engines per search engine", title="ours: scaled models on this CPU, our search")
+    ax.set(ylabel="LM engines (GPUs) per search engine", title="ours: scaled models on this CPU, our search")
     ax.axhline(1, color="grey", lw=0.8)
 
 
@@ -236,7 +236,7 @@ def _fig12_authors(ax, auth: pd.DataFrame) -> None:
     for xi, (_, r) in zip(x, auth.iterrows()):
         ax.annotate(f"{r.ratio:.3g}" if r.ratio < 1000 else f"{r.ratio:.0f}", (xi, r.ratio), ha="center", va="bottom", fontsize="x-small")
     ax.set_xticks(x, cats, fontsize="small")
-    ax.set(ylabel="GPUs per ChamVS engine", ylim=(0.05, auth.ratio.max() * 4),
+    ax.set(ylabel="LM engines (GPUs) per search engine", ylim=(0.05, auth.ratio.max() * 4),
            title="from the authors' archived throughputs (1B vectors, RTX 3090)")
     ax.axhline(1, color="grey", lw=0.8)
 
