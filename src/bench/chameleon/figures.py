@@ -197,7 +197,7 @@ def _parity(ax, g: pd.DataFrame, unit: str, key: pd.Series, col: dict, arch_mark
         ax.scatter(h.paper_v, h.model_v, color=col[k], marker="D" if cal else arch_marker[arch],
                    s=70 if cal else 30, edgecolor="k" if cal else col[k], linewidth=1.2 if cal else 0.5,
                    facecolor=col[k] if cal or arch == "FPGA-CPU" else "none",
-                   label=label(f"{k}, {arch}" + (" (calibration point)" if cal else ""), "modelled"))
+                   label=label(f"{k}, calibration points (black edge)" if cal else f"{k}, {arch}", "modelled"))
     lim = [min(g.paper_v.min(), g.model_v.min()) * 0.7, max(g.paper_v.max(), g.model_v.max()) * 1.4]
     ax.plot(lim, lim, color="grey", lw=0.8)
     ax.fill_between(lim, [v * 0.8 for v in lim], [v * 1.2 for v in lim], color="grey", alpha=0.15, label="±20%")

@@ -116,7 +116,7 @@ def fig10(inputs, out_png):
     plotting.legend_below(fig, ncol=3)
     cap = (f"Figure 10 (reproduced): RALM per-token-step latency over generation steps (batch 1), per model and "
            f"retrieval interval, ours: random-weight models scaled by the profile (layers "
-           f"{sorted(d.layers.dropna().astype(int).unique())}, d_model as Table 2) on this CPU; 'none' = inference "
+           f"{', '.join(str(int(v)) for v in sorted(d.layers.dropna().unique()))}, d_model as Table 2) on this CPU; 'none' = inference "
            f"only, fpga-* retrieval modelled. Last panel: median step latency over inference only, ours (dots) "
            f"and the authors' per configuration (markers: their CPU baseline, 8 cores for S / 16 for L, and "
            f"FPGA-GPU; full-size models on an RTX 3090, 512 steps; intervals they ran), the paper's values drawn "

@@ -18,8 +18,10 @@ from .atomic import atomic_path, write_text  # noqa: E402
 
 PALETTE = "colorblind"
 # seaborn's colorblind palette, spelled out so a figure job need not import seaborn (and scipy) to style
-COLORBLIND = ["#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc", "#ca9161", "#fbafe4", "#949494",
-              "#ece133", "#56b4e9"]
+# seaborn's colorblind palette, reordered so that the first six hold no near pair (orange/vermillion,
+# blue/sky blue, pink/light pink come apart): most figures have at most six series.
+COLORBLIND = ["#0173b2", "#de8f05", "#029e73", "#cc78bc", "#ca9161", "#949494", "#d55e00", "#56b4e9",
+              "#ece133", "#fbafe4"]
 # The paper's values: one marker and one colour, never used by a series of ours.
 PAPER_COLOR = "#222222"
 PAPER_STYLE = {"color": PAPER_COLOR, "marker": "*", "markersize": 11, "linestyle": "none",
@@ -158,9 +160,12 @@ def save(fig, out_png: str | os.PathLike, caption: str | None = None) -> list[Pa
     """Save ``fig`` as PNG and the other :data:`FORMATS` (same stem) atomically; write the caption next to them.
 
     Under ``BENCH_STRICT_FIGURES=1`` (the tests, which render every registered figure) a legend covering
-    plotted data is an error; the pipeline skips the check (it costs one more full draw per figure)."""
+    plotted data, or a problem :mod:`bench.core.figure_checks` finds, is an error; the pipeline skips the
+    checks (they cost one more full draw per figure)."""
     if os.environ.get(STRICT_ENV) == "1":
-        bad = legend_overlaps(fig)
+        from .figure_checks import problems
+
+        bad = legend_overlaps(fig) + problems(fig, caption)
         if bad:
             plt.close(fig)
             raise AssertionError(f"{out_png}: " + "; ".join(bad))

@@ -33,12 +33,22 @@ def recall_vs_nprobe(inputs: dict[str, list[Path]], out_png: Path) -> list[Path]
     q = df.groupby(["dataset", "nprobe"])["qps"].agg(["median", "min", "max"]).reset_index()
 
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
-    import seaborn as sns  # only this figure needs it (a figure job need not import it)
+    from matplotlib.lines import Line2D
 
-    sns.lineplot(rec, x="nprobe", y="recall", hue="k", style="dataset", markers=True, ax=a1)
-    a1.set(ylim=(0, 1.02), ylabel="k-recall@k", title="recall against nprobe")
+    # colour = recall@k, line style and marker = dataset; two titled legends below the panel
+    styles = {ds: (["-", "--", ":", "-."][i % 4], ["o", "X", "s", "^", "D"][i % 5])
+              for i, ds in enumerate(sorted(rec.dataset.unique()))}
+    kcol = {k: plotting.COLORBLIND[i % 3] for i, k in enumerate(dict.fromkeys(rec.k))}
+    for (k, ds), g in rec.groupby(["k", "dataset"], sort=False):
+        g = g.sort_values("nprobe")
+        a1.plot(g.nprobe, g.recall, ls=styles[ds][0], marker=styles[ds][1], ms=5, color=kcol[k], label=f"_{k} {ds}")
+    a1.set(ylim=(0, 1.02), xlabel="nprobe", ylabel="k-recall@k", title="recall against nprobe")
     a1.set_xscale("log", base=2)
-    sns.move_legend(a1, "upper left", bbox_to_anchor=(0, -0.18), ncol=3, fontsize="small", frameon=False)
+    first = a1.legend([Line2D([], [], color=c, lw=2) for c in kcol.values()], list(kcol), title="k", ncol=3,
+                      fontsize="small", loc="upper left", bbox_to_anchor=(0, -0.18), frameon=False)
+    a1.add_artist(first)
+    a1.legend([Line2D([], [], color="0.3", ls=st[0], marker=st[1]) for st in styles.values()], list(styles),
+              title="dataset", ncol=2, fontsize="small", loc="upper left", bbox_to_anchor=(0.55, -0.18), frameon=False)
     # datasets: the left panel's line styles and markers, in colours the recall@k series do not use
     markers = ["o", "X", "s", "^", "D"]
     for i, (ds, g) in enumerate(q.groupby("dataset")):

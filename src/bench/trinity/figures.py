@@ -171,23 +171,25 @@ def latency_load(inputs: dict[str, list[Path]], out_png: Path) -> list[Path]:
             for q, ls in (("p50_s", ":"), ("p95_s", "-"), ("p99_s", "--")):
                 axes[0, j].plot(s.index, s[q] * 1e3, ls=ls, marker="o", ms=3, color=col[pol],
                                 label=plotting.label_source(f"{pol} {q[:3]}", "emulated"))
-            axes[1, j].plot(s.index, s.throughput_rps, marker="o", color=col[pol],
-                            label=plotting.label_source(pol, "emulated"))
+            axes[1, j].plot(s.index, s.throughput_rps, marker="o", color=col[pol], label=f"_{pol} throughput")
         live = df[(df.engine == "live") & (df.arrival == a)]
         for pol, gl in live.groupby("policy"):
-            axes[0, j].plot(gl.offered_rps, gl.p95_s * 1e3, marker="D", ls="none", mec="k", color=col[pol],
-                            label=f"{pol} p95, live engine (measured)")
+            axes[0, j].plot(gl.offered_rps, gl.p95_s * 1e3, marker="D", ms=9, ls="none", mec="k", mew=1.5,
+                            color=col[pol], zorder=5, label=f"{pol} p95, live engine (measured)")
         lim = g.offered_rps.max()
         axes[1, j].plot([0, lim], [0, lim], color="0.6", lw=0.8, ls=":", label="_offered")
         axes[0, j].set(yscale="log", xlabel="offered load (requests/s)", ylabel="latency from intended arrival (ms)",
                        title=f"{a} arrivals")
+        axes[0, j].yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:g}"))
+        axes[0, j].yaxis.set_minor_formatter(plt.NullFormatter())
         axes[1, j].set(xlabel="offered load (requests/s)", ylabel="achieved throughput (requests/s)")
     plotting.legend_below(fig, ncol=3)
     cap = ("p50/p95/p99 latency (from each request's intended arrival) and achieved throughput against offered load, "
            "static against continuous batching, heterogeneous requests (classes of k and top-M), Poisson and bursty "
            f"arrivals; capacity {int(df.capacity.iloc[0])} slots, distance op {int(df.lanes.iloc[0])} lanes. Lines: "
            "replay of real searches with measured extend times, queueing simulated (emulated); median over seeds. "
-           "Diamonds: the live engine at one load (measured). Dotted: throughput = offered. " + NO_PAPER)
+           "Diamonds (black edge, drawn on top): the live engine at one load (measured). Bottom: achieved throughput, one "
+           "line per policy in its colour; dotted: throughput = offered. " + NO_PAPER)
     return plotting.save(fig, out_png, cap)
 
 
