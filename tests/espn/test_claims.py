@@ -40,7 +40,7 @@ def test_rows_and_verdicts(tmp_path, emulated):
     if emulated == "ok":
         # direct and direct+prefetch overlap widely per query: a ratio near 1 is within noise
         assert emu.verdict == core_claims.INCONCLUSIVE and emu.ci_low < 1 < emu.ci_high
-        assert emu.source == "emulated" and "blkio 20,000" in emu.claim
+        assert emu.source == "emulated" and "read-throttled to 20,000 read IOPS" in emu.claim
     else:
         assert emu.source == "not_run" and "not root" in emu.reason
 

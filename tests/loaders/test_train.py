@@ -119,7 +119,7 @@ def test_bad_run_settings(bundle, model_dir, bad, match):
         launch.launch(_spec(bundle, model_dir, **bad))
 
 
-@pytest.mark.skipif(not memory.cap_available()[0], reason="needs root and the cgroup v1 memory controller")
+@pytest.mark.skipif(not memory.cap_available()[0], reason="needs root and a cgroup memory controller (v1 or v2)")
 def test_in_memory_ddp_over_the_cap_is_an_oom_row(bundle, model_dir):
     out = launch.launch(_spec(bundle, model_dir, loader="in-memory"), timeout_s=60, cap_bytes=24 << 20)
     assert out.status == "oom" and out.cap["cap_oom_kills"] >= 1 and "OOM-killed" in out.error

@@ -80,7 +80,7 @@ def _ratio_claim(e: E2E, cid, text, paper, ssd, num: str, den, *, threshold, dir
         return claims.claim(STUDY, cid, text + ("" if ssd == "native" else " (emulated SSD)"), paper, ours=None,
                             source="not_run", unit="x", scale=_scale(e.prov), reason=f"not run: {e.why_not(ssd)}")
     where = "" if ssd == "native" else \
-        f" (emulated SSD, blkio {int(e.ok[e.ok.ssd == ssd].ssd_read_iops.iloc[0]):,} read IOPS)"
+        f" (emulated SSD, read-throttled to {int(e.ok[e.ok.ssd == ssd].ssd_read_iops.iloc[0]):,} read IOPS)"
     dk, dssd, dbud = den if isinstance(den, tuple) else (den, ssd, budget)
     a, b = e.totals(ssd, num, budget), e.totals(dssd, dk, dbud)
     est, lo, hi = claims.ratio_ci(a, b, n_boot=N_BOOT)
@@ -268,7 +268,7 @@ def _memory_saved(e: E2E) -> claims.Claim:
     rows = e.rows("native", "direct_prefetch", min(bud, key=float)) if bud else e.ok.iloc[:0]
     if rows.empty or "cgroup_max_usage_bytes" not in rows or rows.cgroup_max_usage_bytes.isna().all():
         return claims.claim(STUDY, "memory-saved", text, _range(PV.MEMORY_REDUCTION), ours=None, source="not_run",
-                            reason="needs the cgroup v1 memory cap (its peak usage is the memory ESPN needed)")
+                            reason="needs a cgroup memory cap (v1 or v2; its peak usage is the memory ESPN needed)")
     bld = e.prov.get("build", {})
     ann, table = float(bld.get("ann_index_bytes", 0)), float(bld.get("table_bytes", 0))
     peaks = rows.groupby("repeat").cgroup_max_usage_bytes.max().to_numpy(dtype=float)

@@ -42,7 +42,8 @@ def _add_worker(s: argparse._SubParsersAction) -> None:
     w.add_argument("--threads", type=int, required=True)
     w.add_argument("--out", required=True)
     w.add_argument("--blkio-iops", type=int, default=None,
-                   help="emulated slower SSD: cgroup v1 blkio read-IOPS throttle on the table's disk")
+                   help="emulated slower SSD: read-IOPS throttle on the table's disk, cgroup blkio (v1) or "
+                        "io.max (v2)")
     w.set_defaults(func=_worker)
 
 

@@ -27,8 +27,8 @@ DESCRIPTIONS = {
         "ESPN Figure 1: end-to-end query latency broken down into encode, ANN search, prefetch wait, "
         "critical-path embedding reads and re-ranking, per back end (memory, mmap, direct I/O, direct I/O "
         "+ prefetcher) and memory budget (fraction of the embedding table that fits in memory). Cold page "
-        "cache at the start of each run. Bars marked [measured on an emulated SSD] ran under a cgroup v1 "
-        "blkio read-IOPS throttle, never merged with the native ones."
+        "cache at the start of each run. Bars marked [measured on an emulated SSD] ran under a read-IOPS "
+        "throttle (cgroup blkio (v1) or io.max (v2)), never merged with the native ones."
     ),
     "fig10": (
         "ESPN Figure 10 (modelled, as in the paper): batch query latency and throughput from the measured "
@@ -64,9 +64,9 @@ DESCRIPTIONS = {
     "tables45": (
         "ESPN Tables 4/5: end-to-end latency of mmap, direct I/O and direct I/O + prefetcher across "
         "memory budgets, with the fully cached latency, and the paper's Table 4 (GDS) in its own panel, "
-        "one colour per back end in both. The budget mechanism (cgroup v1 or page-cache eviction) is in "
-        "the records. Series marked [measured on an emulated SSD] (dash-dot) ran under a cgroup v1 blkio "
-        "read-IOPS throttle and are reported apart from the native ones."
+        "one colour per back end in both. The budget mechanism (a cgroup memory cap, v1 or v2, or page-cache "
+        "eviction) is in the records. Series marked [measured on an emulated SSD] (dash-dot) ran under a "
+        "read-IOPS throttle (cgroup blkio (v1) or io.max (v2)) and are reported apart from the native ones."
     ),
 }
 FIGURES = Registry(descriptions=DESCRIPTIONS)
@@ -101,13 +101,13 @@ def _table(df: pd.DataFrame, out_png) -> list[Path]:
 
 
 def emulated_ssd_label(name: str, iops) -> str:
-    """Rows run on the blkio-throttled disk were measured, on an emulated slower SSD."""
+    """Rows run on the read-throttled disk (cgroup blkio v1 or io.max v2) were measured, on an emulated slower SSD."""
     cap = f", {int(iops):,} read IOPS" if iops is not None and iops == iops else ""
     return f"{name} [measured on an emulated SSD{cap}]"
 
 
 def _with_series(df: pd.DataFrame) -> pd.DataFrame:
-    """``series``: the back end, suffixed for rows run on the emulated slower SSD (blkio throttle), so
+    """``series``: the back end, suffixed for rows run on the emulated slower SSD (read throttle), so
     emulated rows are never drawn or tabulated as native ones."""
     ssd = df["ssd"].fillna("native") if "ssd" in df else pd.Series("native", index=df.index)
     return df.assign(ssd=ssd, series=np.where(ssd == "emulated", df.backend + EMU, df.backend))
@@ -190,8 +190,8 @@ def fig1(inputs, out_png):
     plotting.legend_below(fig, ncol=5)
     caption = ("End-to-end latency breakdown per back end and memory budget (means over measured queries; "
                "cold page cache at the start of each run). Bars marked [measured on an emulated SSD] ran on "
-               "the same disk under a cgroup v1 blkio read-IOPS throttle. Paper Figure 1 (ColBERTer, 18.8 GB "
-               "index) is a plot without stated numbers, so no paper value is drawn.")
+               "the same disk under a read-IOPS throttle (cgroup blkio (v1) or io.max (v2)). Paper Figure 1 "
+               "(ColBERTer, 18.8 GB index) is a plot without stated numbers, so no paper value is drawn.")
     return plotting.save(fig, out_png, caption) + _table(g.drop(columns="label"), out_png)
 
 
@@ -337,7 +337,7 @@ def tables45(inputs, out_png):
                "the memory limit expressed as the fraction of the BOW table left after the 4.3 GB ANN index; one "
                "colour per back end in both panels. Rows not run on this machine (e.g. virtual memory + swap "
                "without swap) are blank with the reason in the table. Series marked [measured on an emulated SSD] "
-               "(dash-dot) ran on the same disk under a cgroup v1 blkio read-IOPS throttle.")
+               "(dash-dot) ran on the same disk under a read-IOPS throttle (cgroup blkio (v1) or io.max (v2)).")
     return plotting.save(fig, out_png, caption) + _table(_tables45_table(piv, nr, iops), out_png)
 
 

@@ -3,11 +3,12 @@ stay in memory.
 
 Mechanisms, best first (each record names the one that enforced its budget):
 
-- ``cgroup-v1``: as root with the cgroup v1 memory controller, the measuring process moves itself into
-  a child cgroup whose ``memory.limit_in_bytes`` covers the page cache too (unlike the paper's setup,
-  which needed an mlock'd balloon beside the cgroup). The process loads the ANN index, encoder and
-  queries *before* joining, so the cap is the memory for embedding pages plus a small headroom for
-  per-query buffers (recorded).
+- ``cgroup-v1`` / ``cgroup-v2``: as root with a cgroup memory controller (either hierarchy, see
+  :mod:`bench.core.cgroups`), the measuring process moves itself into a child cgroup whose
+  ``memory.limit_in_bytes`` (v1) or ``memory.max`` (v2) covers the page cache too (unlike the paper's
+  setup, which needed an mlock'd balloon beside the cgroup). The process loads the ANN index, encoder
+  and queries *before* joining, so the cap is the memory for embedding pages plus a small headroom for
+  per-query buffers (recorded). Both are measured budgets.
 - ``fadvise-evict``: elsewhere, the table's resident size is checked after every query (``mincore``)
   and the table is evicted from the page cache (``posix_fadvise(DONTNEED)``) when it exceeds the budget.
   This is an emulation (coarser than the kernel's LRU) and is labelled so.
@@ -21,12 +22,26 @@ from ..core import cgroups
 from .errors import BackendUnavailable, BudgetError
 
 
-def own_memory_cgroup() -> Path | None:
-    return cgroups.memory_cgroup()
+MECHANISMS = ("cgroup-v1", "cgroup-v2")  # measured budgets; fadvise-evict is the emulation
 
 
-def cgroup_v1_available() -> tuple[bool, str]:
-    return cgroups.memory_available()
+def is_cgroup(mech: str) -> bool:
+    """Whether ``mech`` is a kernel-enforced cgroup budget (either hierarchy)."""
+    return mech in MECHANISMS
+
+
+def cgroup_available(prepare: bool = False) -> tuple[bool, str]:
+    """Whether a cgroup memory cap (v1 or v2) can be set here; ``prepare``: on v2 also enable the memory
+    controller for children now (the parent does, before its workers)."""
+    return cgroups.memory_available(prepare=prepare)
+
+
+cgroup_v1_available = cgroup_available  # the name from before cgroup v2 support
+
+
+def cgroup_mechanism() -> str:
+    """``cgroup-v1`` or ``cgroup-v2``: the hierarchy a memory cap would use here."""
+    return f"cgroup-{cgroups.version('memory') or 'v1'}"
 
 
 def plan(table_bytes: int, ann_bytes: int, frac: float | None = None, total_bytes: int | None = None,
@@ -64,13 +79,12 @@ class CgroupCap(cgroups.MemoryCap):
 
 # ----------------------------------------------------------------------------- emulated slower SSD
 
-def own_blkio_cgroup() -> Path | None:
-    return cgroups.own_cgroup("blkio")
+THROTTLE_V1 = "blkio.throttle.read_iops_device"
 
 
 def block_device_of(path: str | os.PathLike) -> str:
-    """``MAJ:MIN`` of the whole disk holding ``path`` (blkio throttles whole disks, not partitions);
-    :class:`BudgetError` when the file is not on a block device (tmpfs, overlay)."""
+    """``MAJ:MIN`` of the whole disk holding ``path`` (blkio and io.max throttle whole disks, not
+    partitions); :class:`BudgetError` when the file is not on a block device (tmpfs, overlay)."""
     st = os.stat(path)
     dev = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
     sysd = Path("/sys/dev/block") / dev
@@ -81,10 +95,11 @@ def block_device_of(path: str | os.PathLike) -> str:
     return dev
 
 
-def blkio_available(path: str | os.PathLike) -> tuple[bool, str]:
-    """Whether a cgroup v1 blkio read-IOPS throttle can be put on the device holding ``path``."""
-    ok, why = cgroups.usable(own_blkio_cgroup(), "blkio.throttle.read_iops_device",
-                            "blkio controller with throttling")
+def blkio_available(path: str | os.PathLike, prepare: bool = False) -> tuple[bool, str]:
+    """Whether a read throttle can be put on the disk holding ``path``: cgroup blkio (v1,
+    ``blkio.throttle.read_iops_device``) or io.max (v2); (True, ``MAJ:MIN``) or (False, why).
+    ``prepare``: on v2 also enable the io controller for children now."""
+    ok, why = cgroups.available("io", THROTTLE_V1, prepare=prepare)
     if not ok:
         return False, why
     try:
@@ -94,26 +109,54 @@ def blkio_available(path: str | os.PathLike) -> tuple[bool, str]:
 
 
 class BlkioThrottle(cgroups.ChildCgroup):
-    """Move this process (all its threads) into a fresh child blkio cgroup whose
-    ``blkio.throttle.read_iops_device`` caps reads from the table's disk at ``iops``: an emulated
-    slower SSD. Undone on exit."""
+    """An emulated slower SSD: this process (all its threads) joins a child group that caps reads from
+    the table's disk at ``iops`` (and ``bps`` bytes/s if given): v1 ``blkio.throttle.read_iops_device``
+    (``read_bps_device``), v2 ``io.max`` ``MAJ:MIN riops=N rbps=M``. On v2, entered inside the worker's
+    memory cap, it throttles that same group (a process has one v2 group). Undone on exit."""
 
-    def __init__(self, path: str | os.PathLike, iops: int, name: str | None = None):
+    what = "cgroup read throttle (blkio v1 / io.max v2)"
+
+    def __init__(self, path: str | os.PathLike, iops: int, name: str | None = None, bps: int | None = None):
         ok, why = blkio_available(path)
         if not ok:
-            raise BackendUnavailable(f"cgroup v1 blkio throttle unavailable: {why}")
+            raise BackendUnavailable(f"{self.what} unavailable: {why}")
         if int(iops) < 1:
             raise BudgetError(f"emulated SSD read IOPS must be >= 1, got {iops}")
-        self.device, self.iops = why, int(iops)
-        self.parent = own_blkio_cgroup()
-        self.path = self.parent / (name or cgroups.child_name("espn-blkio"))
+        self.device, self.iops, self.bps = why, int(iops), None if bps is None else int(bps)
+        try:
+            super().__init__("io", "espn-blkio", name, control_file=THROTTLE_V1)
+        except cgroups.CgroupUnavailable as exc:
+            raise BackendUnavailable(str(exc)) from None
 
     def _controls(self) -> dict[str, str]:
-        return {"blkio.throttle.read_iops_device": f"{self.device} {self.iops}"}
+        if self.version == "v2":
+            return {"io.max": cgroups.io_max_line(self.device, riops=self.iops, rbps=self.bps)}
+        out = {THROTTLE_V1: f"{self.device} {self.iops}"}
+        if self.bps is not None:
+            out["blkio.throttle.read_bps_device"] = f"{self.device} {self.bps}"
+        return out
+
+    def _reset(self) -> dict[str, str]:
+        return {"io.max": cgroups.io_max_line(self.device, riops="max", rbps="max")}
+
+    def read_iops(self) -> int | None:
+        """The read-IOPS limit on the disk as the kernel holds it (v1 or v2 file), for checks."""
+        f = self.path / ("io.max" if self.version == "v2" else THROTTLE_V1)
+        try:
+            lines = f.read_text().splitlines()
+        except OSError:
+            return None
+        for parts in (line.split() for line in lines):
+            if len(parts) > 1 and parts[0] == self.device:
+                val = dict(p.split("=", 1) for p in parts[1:] if "=" in p).get("riops") \
+                    if self.version == "v2" else parts[1]
+                return int(val) if val and val.isdigit() else None
+        return None
 
 
 def remove_worker_cgroups(pid: int | None = None) -> list[Path]:
-    """Remove the cgroups a worker process ``pid`` made (memory cap, blkio throttle) when it could not
-    remove them itself (an OOM kill ends it inside its cap), or, with no pid, the ``bench-*`` cgroups
-    of every dead process (a pipeline killed with ``kill -9``). Only empty cgroups are removed."""
-    return cgroups.remove_stale({"memory": own_memory_cgroup(), "blkio": own_blkio_cgroup()}, pid=pid)
+    """Remove the cgroups a worker process ``pid`` made (memory cap, read throttle; either hierarchy)
+    when it could not remove them itself (an OOM kill ends it inside its cap), or, with no pid, the
+    ``bench-*`` cgroups of every dead process (a pipeline killed with ``kill -9``). Only empty cgroups
+    are removed."""
+    return cgroups.remove_stale(pid=pid)

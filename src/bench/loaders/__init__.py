@@ -9,6 +9,6 @@ The system under test (usable without the measurement code):
 - :mod:`.model`: the BERT_CAT cross-encoder (MiniLM, cut down by layers and max length for small profiles);
 - :mod:`.train`: one training run (DP threads on CPU, DDP ranks) with per-step wait/copy/compute timers;
 - :mod:`.launch`: the process launcher (ranks, timeouts, dead ranks, memory cap);
-- :mod:`.memory`: PSS/USS of a process tree, an independent smaps_rollup reading, a cgroup v1 cap;
+- :mod:`.memory`: PSS/USS of a process tree, an independent smaps_rollup reading, a cgroup memory cap (v1 or v2);
 - :mod:`.filecache`: RAMDISK copies and cold page caches (section 2.3 of the paper).
 """

@@ -5,12 +5,12 @@
   one process maps) and RSS beside it; sampled during the run (peak and mean);
 - the paper's method beside it: the main process's RSS (times the replica count for DDP);
 - an independent reading of ``/proc/<pid>/smaps_rollup`` over the same tree, to check psutil's PSS;
-- a memory cap (cgroup v1 ``memory.limit_in_bytes``, as root) so that a run that needs more memory than
-  the cap is OOM-killed alone (the paper's OOM cells) and never takes the machine down.
+- a memory cap (as root: cgroup v1 ``memory.limit_in_bytes`` or cgroup v2 ``memory.max``, see
+  :mod:`bench.core.cgroups`) so that a run that needs more memory than the cap is OOM-killed alone (the
+  paper's OOM cells) and never takes the machine down.
 """
 from __future__ import annotations
 
-import os
 import threading
 import time
 from pathlib import Path
@@ -129,13 +129,16 @@ class Sampler:
 
 
 def cap_available() -> tuple[bool, str]:
+    """Whether a memory cap can be set here (cgroup v1 or v2, as root); else why, in one line."""
     return cgroups.memory_available()
 
 
 class MemoryCap(cgroups.MemoryCap):
-    """A child memory cgroup (bench.core.cgroups) capped at ``limit_bytes``, page cache included. Unlike
-    the core class, the launching process stays outside: the run processes join it themselves
-    (:meth:`join`, first thing in a rank), so an OOM kill hits a rank, never the launcher."""
+    """A child memory cgroup (bench.core.cgroups; v1 or v2) capped at ``limit_bytes``, page cache
+    included: the paper's OOM cells. Unlike the core class, the launching process stays outside: the run
+    processes join it themselves (write their pid to its ``cgroup.procs``, first thing in a rank), so an
+    OOM kill hits a rank, never the launcher. On v2, entering enables the memory controller in the
+    launcher's group (its processes move into ``bench-leaf`` if the kernel requires it)."""
 
     _n = 0
 
@@ -150,26 +153,22 @@ class MemoryCap(cgroups.MemoryCap):
 
     def __enter__(self):
         cgroups.remove_stale(pid=None)
-        self.path.mkdir(exist_ok=True)
-        for name, value in self._controls().items():
-            (self.path / name).write_text(value)
+        try:
+            self.create()
+        except cgroups.CgroupUnavailable as exc:
+            raise ConfigError(f"memory cap requested but unavailable: {exc}") from None
         return self
 
-    def join(self, pid: int | None = None) -> None:
-        (self.path / "cgroup.procs").write_text(str(pid or os.getpid()))
-
     def stats(self) -> dict:
-        oom_kills = None
-        try:
-            for line in (self.path / "memory.oom_control").read_text().splitlines():
-                if line.startswith("oom_kill "):
-                    oom_kills = int(line.split()[1])
-        except OSError:
-            pass
-        return {"cap_bytes": self.limit, "cap_max_usage_bytes": self._read("memory.max_usage_in_bytes"),
-                "cap_failcnt": self._read("memory.failcnt"), "cap_oom_kills": oom_kills}
+        """``cap_bytes``, ``cap_max_usage_bytes`` (peak), ``cap_failcnt`` (times the usage hit the cap),
+        ``cap_oom_kills`` and ``cap_cgroup_version`` ("v1"/"v2")."""
+        s = super().stats()
+        return {"cap_bytes": self.limit, "cap_max_usage_bytes": s["cgroup_max_usage_bytes"],
+                "cap_failcnt": s["cgroup_failcnt"], "cap_oom_kills": s["cgroup_oom_kills"],
+                "cap_cgroup_version": s["cgroup_version"]}
 
     def __exit__(self, *exc):
+        self.close()
         for _ in range(50):  # processes killed by the OOM killer leave the cgroup asynchronously
             try:
                 self.path.rmdir()

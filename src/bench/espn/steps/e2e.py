@@ -1,6 +1,7 @@
 """Tables 4/5 and Figure 1 (paper section 5.3): end-to-end query latency per back end and memory budget.
 Each configuration runs in its own worker process (:mod:`.e2e_worker`), which loads everything, then
-joins its memory cap (and, for the emulated slower SSD, a blkio read-IOPS throttle)."""
+joins its memory cap (and, for the emulated slower SSD, a read-IOPS throttle: cgroup blkio (v1) or
+io.max (v2))."""
 from __future__ import annotations
 
 import json
@@ -24,9 +25,10 @@ METHOD = ("End-to-end latency per query (wall clock): live query encoding, ANN (
           "`mechanism` column; the table is evicted from the page cache (posix_fadvise DONTNEED, "
           "MADV_DONTNEED for mmap) before each pass; {warmup} warm-up pass(es) of {wq} queries, then {repeats} "
           "measured passes of {nq} queries; warm-up rows reported apart (phase). "
-          "Rows with ssd = emulated were measured on an emulated slower SSD: the worker joined a cgroup v1 "
-          "blkio cgroup capping reads from the table's disk (blkio.throttle.read_iops_device, "
-          "ssd_read_iops); their source is emulated and they are reported apart from the native rows.")
+          "Rows with ssd = emulated were measured on an emulated slower SSD: the worker joined a cgroup "
+          "capping reads from the table's disk (cgroup blkio (v1) blkio.throttle.read_iops_device or "
+          "io.max (v2) riops, ssd_read_iops); their source is emulated and they are reported apart from "
+          "the native rows.")
 
 def _method(p: dict) -> str:
     return METHOD.format(warmup=p["warmup"], wq=p.get("warmup_queries") or p["e2e_queries"],
@@ -43,8 +45,11 @@ MALLOC_ENV = {"MALLOC_ARENA_MAX": "2", "MALLOC_MMAP_THRESHOLD_": str(32 << 20),
 
 
 def _mechanism(params) -> tuple[str, bool, str]:
-    ok, why = memory.cgroup_v1_available()
-    mech = "cgroup-v1" if ok and params["budget_mechanism"] in ("auto", "cgroup") else "fadvise-evict"
+    """``cgroup-v1``/``cgroup-v2`` (a measured cap; on v2 the memory controller is enabled for the
+    workers here) or ``fadvise-evict`` (the emulation)."""
+    want = params["budget_mechanism"] in ("auto", "cgroup")
+    ok, why = memory.cgroup_available(prepare=want)
+    mech = memory.cgroup_mechanism() if ok and want else "fadvise-evict"
     if params["budget_mechanism"] == "cgroup" and not ok:
         raise BackendUnavailable(f"budget_mechanism: cgroup requested but unavailable ({why})")
     return mech, ok, why
@@ -73,8 +78,9 @@ def _not_run(kinds, budgets, reason, mech, **tag) -> pd.DataFrame:
 
 
 def _emulated_ssd(ctx, b: common.Build, unavailable, mech) -> list[pd.DataFrame]:
-    """Optional extra configurations measured on an emulated slower SSD: the worker joins a cgroup v1
-    blkio cgroup whose ``blkio.throttle.read_iops_device`` caps reads from the table's disk (as root).
+    """Optional extra configurations measured on an emulated slower SSD: the worker joins a cgroup whose
+    read-IOPS limit on the table's disk (cgroup blkio (v1) ``blkio.throttle.read_iops_device`` or io.max
+    (v2) ``riops``) caps its reads (as root).
     Rows carry ``ssd = emulated`` and ``source = emulated``; where the throttle is unavailable they are
     recorded as not run."""
     e = common.emulated_ssd_params(ctx.params)
@@ -82,7 +88,7 @@ def _emulated_ssd(ctx, b: common.Build, unavailable, mech) -> list[pd.DataFrame]
         return []
     budgets = _budgets(b, ctx.params, e["budgets"])
     kinds = [k for k in e["backends"] if k not in unavailable]
-    ok, why = memory.blkio_available(b.table)
+    ok, why = memory.blkio_available(b.table, prepare=True)
     tag = {"ssd": "emulated", "ssd_read_iops": e["read_iops"]}
     if not ok:
         return [_not_run(e["backends"], budgets, f"emulated SSD: {why}", mech, **tag)]

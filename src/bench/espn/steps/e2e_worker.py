@@ -1,6 +1,7 @@
 """One end-to-end configuration (paper Tables 4/5, Figure 1) in its own process: load the build, the
-encoder and the query texts, prime lazily allocated state, then join the memory cap (and, for the
-emulated slower SSD, the blkio throttle) and time every query of each back end, cold at each run's start."""
+encoder and the query texts, prime lazily allocated state, then join the memory cap (``cgroup-v1`` or
+``cgroup-v2``; and, for the emulated slower SSD, the read throttle: cgroup blkio (v1) or io.max (v2)) and
+time every query of each back end, cold at each run's start."""
 from __future__ import annotations
 
 import contextlib
@@ -40,7 +41,7 @@ def _setup(build_dir, params, budget, label, mech, threads, blkio_iops) -> Setup
     enc = encoders.load_encoder(b.meta["encoder"], common.paths(build_dir)["encoder"])
     texts = prepared.load_text(b.meta["manifest"]).queries
     cap = None
-    if budget is not None and mech == "cgroup-v1":
+    if budget is not None and memory.is_cgroup(mech):
         cap = memory.CgroupCap(budget["budget_embedding_bytes"] + budget["headroom_bytes"])
     throttle = memory.BlkioThrottle(b.table, blkio_iops) if blkio_iops else None
     return Setup(b, params, enc, texts, resolve_device(params["device"]), min(params["e2e_queries"], len(b.qids)),
@@ -61,7 +62,7 @@ def _open(s: Setup, kind: str):
 def _source(s: Setup) -> str:
     if s.throttle is not None:
         return "emulated"  # measured on an emulated slower SSD
-    return "measured" if s.mech == "cgroup-v1" or s.budget is None else "emulated"
+    return "measured" if memory.is_cgroup(s.mech) or s.budget is None else "emulated"
 
 
 def _row(s: Setup, kind, phase, rep, i, enc_s, res) -> dict:
