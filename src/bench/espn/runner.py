@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import importlib
 
-from ..core.step import Context, Result
+from ..core.step import Context, Result, reads
+
+# what each step reads (``--input KEY=PATH``): the build; quality also the qrels of the manifest (the rule
+# passes the manifest to every step, so the others take it as optional)
+READS = {"quality": (("build", "manifest"), ())}
 
 
 def _lazy(name: str):
@@ -18,7 +22,8 @@ def _lazy(name: str):
 
     step.__name__ = step.__qualname__ = name
     step.__doc__ = f"The ``{name}`` step (:func:`bench.espn.steps.{name}.{name}`)."
-    return step
+    required, optional = READS.get(name, (("build",), ("manifest",)))
+    return reads(*required, optional=optional)(step)
 
 
 quality, hitrate, e2e, batch, iops = (_lazy(n) for n in ("quality", "hitrate", "e2e", "batch", "iops"))
