@@ -35,6 +35,6 @@ def eq4_table(b: pd.DataFrame, io: pd.DataFrame) -> pd.DataFrame:
             rows.append({"rerank": mode, "n": n, "bandwidth_source": f"{tool} QD{qd}", "bw_MBps": bw / 1e6,
                          "prefetch_budget_ms": budget * 1e3, "data_per_query_KB": n * rec / 1e3,
                          "threshold_eq4": bw * budget / (n * rec), "observed_knee_batch": knee,
-                         "max_batch_run": int(dd.batch.max()),
+                         "max_batch_run": int(dd.batch.max()), "min_batch_run": int(dd.batch.min()),
                          "paper_threshold": PV.BATCH_THRESHOLD_EXACT if mode == "exact" else PV.BATCH_THRESHOLD_PARTIAL})
     return pd.DataFrame(rows)
