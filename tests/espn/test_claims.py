@@ -12,7 +12,7 @@ from .fake_records import PARAMS_OVERRIDES, write_all
 
 IDS = {"speedup-vs-mmap", "speedup-vs-ssd-reads", "hit-rate-over-90", "mrr-kept-partial-rerank",
        "batch-threshold-exact", "batch-threshold-partial", "memory-saved", "target-reader-vs-fio",
-       "target-prefetch-3x-mmap", "target-within-1.2x-cached", "target-eq4-premise",
+       "target-within-1.2x-cached", "target-eq4-premise",
        "target-prefetch-not-slower-than-direct"}
 
 

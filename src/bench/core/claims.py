@@ -75,11 +75,25 @@ def _nan(x) -> bool:
     return x is None or (isinstance(x, float) and math.isnan(x))
 
 
+def why(verdict: str, lo, hi, threshold: float, direction: str) -> str:
+    """Why ``verdict`` follows from the interval and the threshold, in words."""
+    if _nan(lo) or _nan(hi):
+        return f"{verdict}: no interval to judge against {direction} {_fmt(threshold)}"
+    side = "at least" if direction == ">=" else "at most"
+    iv = f"the interval [{_fmt(lo)}, {_fmt(hi)}]"
+    return {REPRODUCED: f"{verdict}: all of {iv} is {side} {_fmt(threshold)}",
+            NOT_REPRODUCED: f"{verdict}: none of {iv} is {side} {_fmt(threshold)}",
+            INCONCLUSIVE: f"{verdict}: {iv} straddles {_fmt(threshold)}, so a pass would be within noise"}[verdict]
+
+
 def claim(study: str, claim_id: str, text: str, paper_value: str, *, ours: float | None,
           ci: tuple[float | None, float | None] = (None, None), threshold: float | None = None,
           direction: str = ">=", unit: str = "", scale: str = "", source: str = "measured",
-          reason: str = "", machine_busy: bool = False, verdict: str | None = None) -> Claim:
-    """A ledger row with its verdict computed from the interval (or given, for hardware/scale cases)."""
+          reason: str = "", machine_busy: bool = False, verdict: str | None = None,
+          target: float | None = None) -> Claim:
+    """A ledger row with its verdict computed from the interval (or given, for hardware/scale cases); the
+    reason ends with why the verdict follows from the interval and the threshold. ``target``: the
+    harness's own threshold on the same measurement (one measurement, one row), judged in the reason."""
     lo, hi = ci
     if not any(map(_nan, (ours, lo, hi))) and not (min(lo, hi) - 1e-9 <= ours <= max(lo, hi) + 1e-9):
         reason = f"interval [{_fmt(lo)}, {_fmt(hi)}] discarded: it does not contain the estimate; {reason}"
@@ -91,9 +105,13 @@ def claim(study: str, claim_id: str, text: str, paper_value: str, *, ours: float
             raise ValueError(f"{claim_id}: a measured claim needs a threshold or an explicit verdict")
         else:
             verdict = judge(lo, hi, threshold, direction)
+            reason = f"{reason}; {why(verdict, lo, hi, threshold, direction)}" if reason else why(
+                verdict, lo, hi, threshold, direction)
+            if target is not None:
+                reason += f"; the harness's target {direction} {_fmt(target)}: {judge(lo, hi, target, direction)}"
             if machine_busy and verdict in (REPRODUCED, NOT_REPRODUCED):
                 verdict = INCONCLUSIVE
-                reason = f"machine busy during the step; {reason}"
+                reason = f"machine busy during the step (so inconclusive); {reason}"
     return Claim(study, claim_id, text, paper_value, _f(ours), _f(lo), _f(hi), unit, scale, source,
                  verdict, reason, threshold, direction, bool(machine_busy))
 

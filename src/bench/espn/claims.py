@@ -72,7 +72,7 @@ def _ms(x) -> str:
 
 
 def _ratio_claim(e: E2E, cid, text, paper, ssd, num: str, den, *, threshold, direction=">=",
-                 extra="") -> claims.Claim:
+                 extra="", target=None) -> claims.Claim:
     """``median(num) / median(den)`` of per-query end-to-end latencies at the budget nearest half the
     table on disk ``ssd``, with a bootstrap interval. ``den``: a back end, or (back end, disk, budget)."""
     budget = e.half(ssd)
@@ -89,7 +89,7 @@ def _ratio_claim(e: E2E, cid, text, paper, ssd, num: str, den, *, threshold, dir
         STUDY, cid, text + where, paper, ours=est, ci=(lo, hi), threshold=threshold, direction=direction, unit="x",
         scale=f"budget {budget} of the table; {_scale(e.prov)}", source=e.source(ssd, budget),
         reason=f"median per-query latency {num} {_ms(a)} / {dk} {_ms(b)} ({len(a)} and {len(b)} query "
-               f"runs, bootstrap 95% interval){extra}", machine_busy=_busy(rows))
+               f"runs, bootstrap 95% interval){extra}", machine_busy=_busy(rows), target=target)
 
 
 def _speedups(e: E2E) -> list[claims.Claim]:
@@ -97,12 +97,10 @@ def _speedups(e: E2E) -> list[claims.Claim]:
     for ssd, suffix in (("native", ""), ("emulated", "-emulated-ssd")):
         if ssd == "emulated" and not (e.all.ssd == "emulated").any():
             continue
+        # one measurement, one row: the paper's 3.1x and the harness's target of 3x (table at 2x its memory)
         out.append(_ratio_claim(e, f"speedup-vs-mmap{suffix}", "ESPN (direct + prefetch) is 3.1-3.9x faster than "
                                 "mmap end to end", _range(PV.SPEEDUP_VS_MMAP), ssd, "mmap", "direct_prefetch",
-                                threshold=PV.SPEEDUP_VS_MMAP[0]))
-        out.append(_ratio_claim(e, f"target-prefetch-3x-mmap{suffix}", "target: table at 2x its memory, direct + "
-                                "prefetch >= 3x faster than mmap", "(target)", ssd, "mmap", "direct_prefetch",
-                                threshold=3.0))
+                                threshold=PV.SPEEDUP_VS_MMAP[0], target=3.0))
         out.append(_ratio_claim(e, f"target-prefetch-not-slower-than-direct{suffix}", "target: direct + prefetch no "
                                 "slower than direct I/O without prefetching", "(target)", ssd, "direct_prefetch",
                                 "direct", threshold=1.0, direction="<="))
@@ -205,7 +203,7 @@ def _mrr(q: pd.DataFrame, params) -> claims.Claim:
                         scale=f"{len(a)} queries, encoder {b_.get('encoder')}, {b_.get('text_source') or 'text'} vs "
                               "ColBERTer on MS MARCO v1 dev",
                         reason=f"mean MRR@10 at n = {n}: {a.mean():.4f}, at K = {K}: {np.mean(b):.4f}; paired "
-                               "bootstrap over queries. A paper claim, not a target.", machine_busy=_busy(q))
+                               "bootstrap over queries", machine_busy=_busy(q))
 
 
 def _thresholds(b: pd.DataFrame, io: pd.DataFrame) -> list[claims.Claim]:
