@@ -40,8 +40,9 @@ report: "workflows/report/workflow.rst"
 include: "workflows/common.smk"
 include: "workflows/data.smk"
 for _rules in sorted((BASE / "workflows").glob("*.smk")):
-    if _rules.name not in ("common.smk", "data.smk", "ledger.smk"):
+    if _rules.name not in ("common.smk", "data.smk", "outputs.smk", "ledger.smk"):
         include: str(_rules)
+include: "workflows/outputs.smk"
 include: "workflows/ledger.smk"
 
 

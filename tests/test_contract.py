@@ -62,15 +62,36 @@ def test_study_has_every_part(study):
     smk = REPO / "workflows" / f"{study}.smk"
     assert smk.is_file(), f"missing {smk}"
     text = smk.read_text()
-    assert f'CLAIMS["{study}"]' in text and f'TARGETS["{study}"]' in text
-    assert f'figure_registry("{study}")' in text, "the figure rule reads the study's registry"
-    assert f'figure_outputs("{study}"' in text, "one figure rule draws every figure (figure_outputs)"
+    # the figure and claims rules are generated from this one declaration (workflows/outputs.smk)
+    assert f'study_outputs("{study}"' in text, "the rule file declares its record sets with study_outputs()"
+    assert f"rule {study}_figures" not in text and f"rule {study}_claims" not in text, "no hand-written copy"
+    for p in (f"{s}_figures" for s in STUDIES):
+        assert p not in text or p.startswith(study)
     assert (REPO / "experiments" / "schema" / f"{study}.yaml").is_file()
     for prof in ("tiny", "small", "paper"):
         assert study in yaml.safe_load((REPO / "experiments" / f"{prof}.yaml").read_text()), f"{prof}.yaml"
     assert (REPO / "tests" / study).is_dir()
     doc = importlib.import_module(f"bench.{study}").__doc__
     assert doc and len(doc) > 40, "the package docstring says which paper it reproduces"
+
+
+def test_every_step_declares_what_it_reads_and_the_rules_agree():
+    """Each step declares its --input keys (bench.core.step.reads); every key a rule passes is one of them."""
+    import re
+
+    from bench.core.step import declared_inputs
+
+    for study in STUDIES:
+        steps = importlib.import_module(f"bench.{study}.runner").STEPS
+        for name, fn in steps.items():
+            assert declared_inputs(fn) is not None, f"{study} step {name} declares no inputs (step.reads)"
+        text = (REPO / "workflows" / f"{study}.smk").read_text()
+        for step, keys in re.findall(r'measure (\w+) ((?:[^"]*?--input \w+=[^"]*)+)"', text):
+            if step not in steps:
+                continue
+            req, opt = declared_inputs(steps[step])
+            for key in re.findall(r"--input (\w+)=", keys):
+                assert any(__import__("fnmatch").fnmatchcase(key, k) for k in (*req, *opt)), (study, step, key)
 
 
 @pytest.mark.parametrize("study", STUDIES)

@@ -29,7 +29,6 @@ if CHAM["enabled"]:
     if _cham_no_m:
         raise ValueError(f"config: chameleon uses dataset(s) {_cham_no_m} without a PQ m in chameleon.pq_m "
                          f"(given: {sorted(CHAM['pq_m'])})")
-    CHAM_FIGS = figure_registry("chameleon")
     # record kind -> record sets: what the figure and claims rules read
     CHAM_RECORDS = {
         "search": expand(f"{CHAM_R}/search_{{d}}.parquet", d=CHAM_DS),
@@ -42,7 +41,6 @@ if CHAM["enabled"]:
     if CHAM_RALM:
         CHAM_RECORDS["ralm"] = [f"{CHAM_R}/ralm.parquet"]
     # figures whose record kinds this profile produces (RALM figures need ralm.enabled)
-    CHAM_FIG_NAMES = figure_names(CHAM_FIGS, CHAM_RECORDS)
     CHAM_CLAIM_KINDS = [*claims_records("chameleon"), *(["ralm"] if CHAM_RALM else [])]
 
     wildcard_constraints:
@@ -163,40 +161,6 @@ if CHAM["enabled"]:
             shell:
                 "{BENCH} chameleon measure ralm {params.inputs} --out {output} {params.run} --params {params.p:q}"
 
-    rule chameleon_figures:
-        priority: LAST  # draw after the measurements, two figure/claims jobs at a time
-        input:
-            **figure_inputs(CHAM_FIGS, CHAM_RECORDS, CHAM_FIG_NAMES),
-        output:
-            **figure_outputs("chameleon", CHAM_FIG_NAMES, "Chameleon"),
-        params:
-            records=lambda wc, input: records_arg(input),
-            names=" ".join(CHAM_FIG_NAMES),
-            formats=FIGURE_FORMATS,
-            out=f"{FIGURES}/chameleon",
-        benchmark:
-            f"{CHAM_B}/figures.tsv"
-        shell:
-            "{BENCH} chameleon figure {params.names} {params.records} --out-dir {params.out} --formats {params.formats}"
-
-    rule chameleon_claims:
-        priority: LAST
-        input:
-            unpack(lambda wc: pick(CHAM_RECORDS, CHAM_CLAIM_KINDS)),
-        output:
-            f"{CHAM_R}/claims.parquet",
-            f"{CHAM_R}/claims.md",
-        params:
-            records=lambda wc, input: records_arg(input),
-            p=as_json(CHAM),
-        benchmark:
-            f"{CHAM_B}/claims.tsv"
-        shell:
-            "{BENCH} chameleon claims {params.records} --profile {PROFILE} --params {params.p:q} --out {output[0]}"
-
-    CLAIMS["chameleon"] = rules.chameleon_claims.output[0]
-    TARGETS["chameleon"] = [
-        *expand(f"{CHAM_F}/{{name}}.png", name=CHAM_FIG_NAMES),
-        *[p for paths in CHAM_RECORDS.values() for p in paths],
-        *rules.chameleon_claims.output,
-    ]
+    # the figure and claims rules: generated for every study by workflows/outputs.smk
+    study_outputs("chameleon", cli="chameleon", records=CHAM_RECORDS, section=CHAM,
+                  category="Chameleon", claim_kinds=CHAM_CLAIM_KINDS)

@@ -24,6 +24,8 @@ LAST = -10
 TARGETS = {}
 # Each study's rule file registers its claims record set here; workflows/ledger.smk joins them.
 CLAIMS = {}
+# study -> what workflows/outputs.smk needs to generate its figure and claims rules (study_outputs)
+STUDY_OUTPUTS = {}
 
 
 def as_json(obj):
@@ -92,3 +94,11 @@ def records_arg(input):
         for p in [paths] if isinstance(paths, str) else paths:
             out.append(f"--records {shlex.quote(f'{kind}={p}')}")
     return " ".join(out)
+
+
+def study_outputs(study, *, cli, records, section, category, claim_kinds):
+    """Declare a study's record sets once: workflows/outputs.smk generates its figure rule (every registered
+    figure whose record kinds some rule produces, in one job) and its claims rule from this, and adds the
+    study's figures, records and claims to TARGETS and its claims to the ledger."""
+    STUDY_OUTPUTS[study] = {"cli": cli, "records": records, "section": section, "category": category,
+                            "claim_kinds": list(claim_kinds)}

@@ -9,12 +9,10 @@ if ESPN["enabled"]:
         raise ValueError(f"config: espn.datasets names {ESPN['datasets']}; ESPN measures exactly one text dataset")
     ESPN_DATASET = ESPN["datasets"][0]
     ESPN_BUILD = f"{DATA}/{PROFILE}/indexes/espn/{ESPN_DATASET}"
-    ESPN_FIGS = figure_registry("espn")
     ESPN_STEPS = ("quality", "hitrate", "e2e", "batch", "iops")
     # record kind -> record sets: what the figure and claims rules read
     ESPN_RECORDS = {step: [f"{RESULTS}/espn/{step}.parquet"] for step in ESPN_STEPS}
 
-    ESPN_FIG_NAMES = figure_names(ESPN_FIGS, ESPN_RECORDS)
 
     rule espn_build:
         input:
@@ -57,40 +55,6 @@ if ESPN["enabled"]:
             "{BENCH} espn measure {wildcards.step} --input build={params.build} --input manifest={input.manifest} "
             "--dataset {params.dataset} --out {output} {params.run} --params {params.p:q}"
 
-    rule espn_figures:
-        priority: LAST  # draw after the measurements, two figure/claims jobs at a time
-        input:
-            **figure_inputs(ESPN_FIGS, ESPN_RECORDS, ESPN_FIG_NAMES),
-        output:
-            **figure_outputs("espn", ESPN_FIG_NAMES, "ESPN"),
-        params:
-            records=lambda wc, input: records_arg(input),
-            names=" ".join(ESPN_FIG_NAMES),
-            formats=FIGURE_FORMATS,
-            out=f"{FIGURES}/espn",
-        benchmark:
-            f"{BENCHMARKS}/espn/figures.tsv"
-        shell:
-            "{BENCH} espn figure {params.names} {params.records} --out-dir {params.out} --formats {params.formats}"
-
-    rule espn_claims:
-        priority: LAST
-        input:
-            unpack(lambda wc: pick(ESPN_RECORDS, claims_records("espn"))),
-        output:
-            f"{RESULTS}/espn/claims.parquet",
-            f"{RESULTS}/espn/claims.md",
-        params:
-            records=lambda wc, input: records_arg(input),
-            p=as_json(ESPN),
-        benchmark:
-            f"{BENCHMARKS}/espn/claims.tsv"
-        shell:
-            "{BENCH} espn claims {params.records} --profile {PROFILE} --params {params.p:q} --out {output[0]}"
-
-    CLAIMS["espn"] = rules.espn_claims.output[0]
-    TARGETS["espn"] = [
-        *expand(f"{FIGURES}/espn/{{name}}.png", name=ESPN_FIG_NAMES),
-        *[p for paths in ESPN_RECORDS.values() for p in paths],
-        *rules.espn_claims.output,
-    ]
+    # the figure and claims rules: generated for every study by workflows/outputs.smk
+    study_outputs("espn", cli="espn", records=ESPN_RECORDS, section=ESPN,
+                  category="ESPN", claim_kinds=claims_records("espn"))

@@ -7,7 +7,6 @@ if LOADERS["enabled"]:
     require_datasets("loaders", LOADERS["datasets"])
     LOADERS_DATASET = LOADERS["datasets"][0]
     LOADERS_BUILD = f"{DATA}/{PROFILE}/indexes/loaders/{LOADERS_DATASET}"
-    LOADERS_FIGS = figure_registry("loaders")
     LOADERS_STEPS = ("train", "options", "loader_only", "workers")
     # record kind -> record sets: what the figure and claims rules read
     LOADERS_RECORDS = {step: [f"{RESULTS}/loaders/{step}.parquet"] for step in LOADERS_STEPS}
@@ -18,7 +17,6 @@ if LOADERS["enabled"]:
         reruns only the steps that read it."""
         return as_json({k: v for k, v in LOADERS.items() if k not in _LOADERS_SUB or k == step})
 
-    LOADERS_FIG_NAMES = figure_names(LOADERS_FIGS, LOADERS_RECORDS)
 
     rule loaders_build:
         input:
@@ -55,40 +53,6 @@ if LOADERS["enabled"]:
             "{BENCH} loaders measure {wildcards.step} --input bundle={input.bundle} --input model={input.model} "
             "--dataset {params.dataset} --out {output} {params.run} --params {params.p:q}"
 
-    rule loaders_figures:
-        priority: LAST  # draw after the measurements, two figure/claims jobs at a time
-        input:
-            **figure_inputs(LOADERS_FIGS, LOADERS_RECORDS, LOADERS_FIG_NAMES),
-        output:
-            **figure_outputs("loaders", LOADERS_FIG_NAMES, "Moving Stuff Around (loaders)"),
-        params:
-            records=lambda wc, input: records_arg(input),
-            names=" ".join(LOADERS_FIG_NAMES),
-            formats=FIGURE_FORMATS,
-            out=f"{FIGURES}/loaders",
-        benchmark:
-            f"{BENCHMARKS}/loaders/figures.tsv"
-        shell:
-            "{BENCH} loaders figure {params.names} {params.records} --out-dir {params.out} --formats {params.formats}"
-
-    rule loaders_claims:
-        priority: LAST
-        input:
-            unpack(lambda wc: pick(LOADERS_RECORDS, claims_records("loaders"))),
-        output:
-            f"{RESULTS}/loaders/claims.parquet",
-            f"{RESULTS}/loaders/claims.md",
-        params:
-            records=lambda wc, input: records_arg(input),
-            p=as_json(LOADERS),
-        benchmark:
-            f"{BENCHMARKS}/loaders/claims.tsv"
-        shell:
-            "{BENCH} loaders claims {params.records} --profile {PROFILE} --params {params.p:q} --out {output[0]}"
-
-    CLAIMS["loaders"] = rules.loaders_claims.output[0]
-    TARGETS["loaders"] = [
-        *expand(f"{FIGURES}/loaders/{{name}}.png", name=LOADERS_FIG_NAMES),
-        *[p for paths in LOADERS_RECORDS.values() for p in paths],
-        *rules.loaders_claims.output,
-    ]
+    # the figure and claims rules: generated for every study by workflows/outputs.smk
+    study_outputs("loaders", cli="loaders", records=LOADERS_RECORDS, section=LOADERS,
+                  category="Moving Stuff Around (loaders)", claim_kinds=claims_records("loaders"))

@@ -4,7 +4,6 @@ TRI = config["trinity"]
 
 if TRI["enabled"]:
     require_datasets("trinity", TRI["datasets"])
-    TRI_FIGS = figure_registry("trinity")
     TRI_MAIN = TRI["datasets"][0]
     TRI_R = f"{RESULTS}/trinity"
     TRI_GRAPH = f"{DATA}/{PROFILE}/indexes/trinity/{{dataset}}.graph.ibin"
@@ -16,7 +15,6 @@ if TRI["enabled"]:
         "placement": [f"{TRI_R}/placement.parquet"],
     }
 
-    TRI_FIG_NAMES = figure_names(TRI_FIGS, TRI_RECORDS)
 
     rule trinity_build:
         input:
@@ -104,40 +102,6 @@ if TRI["enabled"]:
             "{BENCH} trinity measure placement --input roofline={input.roofline} --input trace={input.trace} "
             "--out {output} {params.run} --params {params.p:q}"
 
-    rule trinity_figures:
-        priority: LAST  # draw after the measurements, two figure/claims jobs at a time
-        input:
-            **figure_inputs(TRI_FIGS, TRI_RECORDS, TRI_FIG_NAMES),
-        output:
-            **figure_outputs("trinity", TRI_FIG_NAMES, "Trinity"),
-        params:
-            records=lambda wc, input: records_arg(input),
-            names=" ".join(TRI_FIG_NAMES),
-            formats=FIGURE_FORMATS,
-            out=f"{FIGURES}/trinity",
-        benchmark:
-            f"{BENCHMARKS}/trinity/figures.tsv"
-        shell:
-            "{BENCH} trinity figure {params.names} {params.records} --out-dir {params.out} --formats {params.formats}"
-
-    rule trinity_claims:
-        priority: LAST
-        input:
-            unpack(lambda wc: pick(TRI_RECORDS, claims_records("trinity"))),
-        output:
-            f"{TRI_R}/claims.parquet",
-            f"{TRI_R}/claims.md",
-        params:
-            records=lambda wc, input: records_arg(input),
-            p=as_json(TRI),
-        benchmark:
-            f"{BENCHMARKS}/trinity/claims.tsv"
-        shell:
-            "{BENCH} trinity claims {params.records} --profile {PROFILE} --params {params.p:q} --out {output[0]}"
-
-    CLAIMS["trinity"] = rules.trinity_claims.output[0]
-    TARGETS["trinity"] = [
-        *expand(f"{FIGURES}/trinity/{{name}}.png", name=TRI_FIG_NAMES),
-        *[p for paths in TRI_RECORDS.values() for p in paths],
-        *rules.trinity_claims.output,
-    ]
+    # the figure and claims rules: generated for every study by workflows/outputs.smk
+    study_outputs("trinity", cli="trinity", records=TRI_RECORDS, section=TRI,
+                  category="Trinity", claim_kinds=claims_records("trinity"))
