@@ -40,10 +40,42 @@ def test_fpga_latency_carries_the_calibrated_host_cost(small_index):
 def test_cuda_configs_report_unavailable_without_cuda(small_index):
     if devices.cuda_available():
         pytest.skip("CUDA present")
-    index, _, _ = small_index
-    for name in ("cpu-gpu", "gpu", "torch-cuda", "fpga-gpu"):
-        ok, why = configs.make(name, index, 4).available()
+    index, xb, _ = small_index
+    for name in ("cpu-gpu", "gpu", "torch-cuda", "fpga-gpu", "exact-cuda"):
+        ok, why = configs.make(name, index, 4, base=xb).available()
         assert not ok and "CUDA" in why
+
+
+def test_every_named_configuration_can_be_made(small_index):
+    index, xb, _ = small_index
+    for name in configs.NAMES:
+        assert configs.make(name, index, 4, base=xb).name == name
+
+
+def test_exact_cpu_equals_faiss_brute_force(small_index):
+    import faiss
+
+    index, xb, xq = small_index
+    c = configs.make("exact-cpu", index, 4, 1, base=xb)
+    assert c.available() == (True, "")
+    c.check(xq, 20)
+    out = c.search(xq, 20)
+    flat = faiss.IndexFlatL2(xb.shape[1])
+    flat.add(xb)
+    D, I = flat.search(xq, 20)
+    assert out.seconds > 0 and out.I.shape == (len(xq), 20)
+    assert pqscan.overlap(I, out.I).mean() >= 0.99
+    np.testing.assert_allclose(out.D, D, rtol=1e-4, atol=1e-2)
+
+
+def test_exact_needs_the_matching_base(small_index):
+    index, xb, xq = small_index
+    ok, why = configs.make("exact-cpu", index, 4).available()
+    assert not ok and "base vectors" in why
+    with pytest.raises(ConfigError, match="base vectors"):
+        configs.make("exact-cpu", index, 4, base=xb[:10])
+    with pytest.raises(ConfigError, match="K="):
+        configs.make("exact-cpu", index, 4, base=xb).check(xq, len(xb) + 1)
 
 
 def test_bad_input_fails_before_measuring(small_index):
@@ -61,8 +93,35 @@ def test_bad_input_fails_before_measuring(small_index):
 
 @pytest.mark.gpu
 def test_cuda_configs_match_cpu(small_index):
-    index, _, xq = small_index
+    index, xb, xq = small_index
     ref = configs.make("cpu", index, 4).search(xq, 20)
     for name in ("cpu-gpu", "gpu", "torch-cuda", "fpga-gpu"):
-        out = configs.make(name, index, 4).search(xq, 20)
+        c = configs.make(name, index, 4)
+        assert c.available()[0]
+        out = c.search(xq, 20)
+        assert pqscan.overlap(ref.I, out.I).mean() >= 0.99, name
+        np.testing.assert_allclose(out.D, ref.D, rtol=1e-3, atol=1e-2, err_msg=name)
+    ref = configs.make("exact-cpu", index, 4, base=xb).search(xq, 20)
+    out = configs.make("exact-cuda", index, 4, base=xb).search(xq, 20)
+    assert pqscan.overlap(ref.I, out.I).mean() >= 0.99
+
+
+@pytest.mark.gpu
+def test_gpu_config_names_its_backend(small_index):
+    index, _, xq = small_index
+    out = configs.make("gpu", index, 4).search(xq, 20)
+    want = "faiss-gpu" if devices.faiss_gpu_available() else "torch-cuda"
+    assert out.parts["backend"].startswith(want)
+
+
+@pytest.mark.gpu
+def test_faiss_gpu_matches_cpu_and_torch_cuda(small_index):
+    if not devices.faiss_gpu_available():
+        pytest.skip("faiss without GPU support here")
+    index, _, xq = small_index
+    ref = configs.make("cpu", index, 4).search(xq, 20)
+    fg = configs.make("gpu", index, 4).search(xq, 20)
+    tc = configs.make("torch-cuda", index, 4).search(xq, 20)
+    assert fg.parts["backend"].startswith("faiss-gpu")
+    for out in (fg, tc):
         assert pqscan.overlap(ref.I, out.I).mean() >= 0.99

@@ -1,7 +1,7 @@
 """The vector-search configurations of the paper's section 6.2, behind one interface.
 
-Every configuration searches the same faiss IVF-PQ index and returns the same neighbours (up to float
-rounding in the coarse quantizer or the scan); only where the two stages run differs:
+Every IVF-PQ configuration searches the same faiss IVF-PQ index and returns the same neighbours (up to
+float rounding in the coarse quantizer or the scan); only where the two stages run differs:
 
 =============  ===============================  ===================================  ==========
 name           IVF index scan (coarse)          PQ-code scan                         source
@@ -13,16 +13,29 @@ torch-cpu      torch, CPU                       our torch kernel, CPU           
 torch-cuda     torch, CUDA                      our torch kernel, CUDA               measured
 fpga-cpu       faiss, CPU (measured)            ChamVS memory node(s), modelled      modelled
 fpga-gpu       torch on CUDA (measured)         ChamVS memory node(s), modelled      modelled
+exact-cpu      (none: exact brute force in torch, one matmul + top-K per chunk)      measured
+exact-cuda     (none: exact brute force in torch on CUDA)                            measured
 =============  ===============================  ===================================  ==========
 
-The authors' "CPU-GPU" baseline silently ran CPU-only (a string mismatch); ``cpu-gpu`` here really
-puts the coarse quantizer on the GPU. CUDA configurations are chosen at run time: without CUDA their
-``available()`` is False and the runner records them as ``not_run``.
+``gpu`` is faiss's own GPU IVF-PQ (``index_cpu_to_gpu``) wherever faiss is built with GPU support
+(``faiss.StandardGpuResources`` exists and ``faiss.get_num_gpus() > 0``); the project's torch kernel on the
+GPU is then ``torch-cuda``, beside it. Without faiss GPU, ``gpu`` runs the torch kernel (``parts["backend"]``
+says which ran). The torch kernel (``pqscan``) builds the lookup tables of a whole batch at once and scans in
+a few launches per chunk of queries, its coarse quantizer a matmul + top-K on the same device.
+
+The authors' "CPU-GPU" baseline silently ran CPU-only (a string mismatch); ``cpu-gpu`` here really puts the
+coarse quantizer on the GPU. It used to measure 13x slower than ``cpu`` on the same 16 cores: faiss's
+``search_preassigned`` ran on one thread (its default ``parallel_mode`` 0 leaves the splitting over threads
+to ``IndexIVF::search``); ``pqscan.faiss_scan`` now splits the queries over faiss's threads. CUDA
+configurations are chosen at run time: without CUDA their ``available()`` is False and the runner records
+them as ``not_run``. The ``exact-*`` anchors need the base vectors (``make(..., base=)``); without them
+``available()`` is False.
 
 ``search(xq, k)`` returns a :class:`SearchOutput` whose ``seconds`` is the batch latency: wall-clock
 (``bench.core.measure.Timer``, CUDA synchronised) for measured configurations; measured coarse time
 plus the authors' per-batch host fixed cost (calibrated, ``fpga_model.host_path``) plus the performance
-model's node time for the FPGA ones.
+model's node time for the FPGA ones. Thread counts are the process's (``measure.set_threads``, which the
+step runner calls for faiss and torch alike).
 """
 from __future__ import annotations
 
@@ -33,10 +46,10 @@ import numpy as np
 from ..core import devices
 from ..core.errors import ConfigError
 from ..core.measure import Timer
-from . import pqscan
+from . import exact, pqscan
 from .fpga_model import FPGANode
 
-NAMES = ("cpu", "cpu-gpu", "gpu", "torch-cpu", "torch-cuda", "fpga-cpu", "fpga-gpu")
+NAMES = ("cpu", "cpu-gpu", "gpu", "torch-cpu", "torch-cuda", "fpga-cpu", "fpga-gpu", "exact-cpu", "exact-cuda")
 
 
 @dataclasses.dataclass
@@ -177,6 +190,8 @@ class Torch(SearchConfig):
 
 
 class GPU(SearchConfig):
+    """Section 6.2's GPU baseline: faiss GPU IVF-PQ where installed, else the torch kernel on CUDA."""
+
     name = "gpu"
     needs_cuda = True
 
@@ -184,12 +199,7 @@ class GPU(SearchConfig):
         if hasattr(self, "_impl"):
             return
         if devices.faiss_gpu_available():
-            import faiss
-
-            self._res = faiss.StandardGpuResources()
-            self._impl = faiss.index_cpu_to_gpu(self._res, 0, self.index)
-            faiss.extract_index_ivf(self._impl).nprobe = self.nprobe
-            self.backend = "faiss-gpu"
+            self._res, self._impl, self.backend = _faiss_gpu_index(self.index, self.nprobe)
         else:
             self._impl = Torch(self.index, self.nprobe, self.threads, device="cuda")
             self.backend = "torch-cuda"
@@ -197,13 +207,66 @@ class GPU(SearchConfig):
     def search(self, xq, k):
         self._ready()
         x = np.ascontiguousarray(xq, dtype=np.float32)
-        if self.backend == "faiss-gpu":
+        if self.backend.startswith("faiss-gpu"):
             with Timer(cuda=True) as t:
                 D, I = self._impl.search(x, k)
             return SearchOutput(D, I, t.seconds, {"backend": self.backend})
         out = self._impl.search(x, k)
         out.parts["backend"] = self.backend
         return out
+
+
+def _faiss_gpu_index(index, nprobe: int):
+    """(GPU resources, GPU index, backend name): ``index`` copied to GPU 0 with faiss, nprobe set through
+    ``GpuParameterSpace`` (a GPU IVF index is no ``IndexIVF`` for ``extract_index_ivf``, which the previous
+    code used). Float32 lookup tables first; float16 where faiss refuses float32 (a code size whose tables
+    need more shared memory than the GPU has)."""
+    import faiss
+
+    res = faiss.StandardGpuResources()
+    try:
+        gpu, backend = faiss.index_cpu_to_gpu(res, 0, index), "faiss-gpu"
+    except RuntimeError:
+        co = faiss.GpuClonerOptions()
+        co.useFloat16 = True
+        gpu, backend = faiss.index_cpu_to_gpu(res, 0, index, co), "faiss-gpu-fp16-lut"
+    faiss.GpuParameterSpace().set_index_parameter(gpu, "nprobe", nprobe)
+    return res, gpu, backend  # the caller keeps ``res`` alive as long as the index
+
+
+class Exact(SearchConfig):
+    """Exact brute force in torch on ``device`` (``exact.search``): the anchor an approximate engine must
+    beat. Needs the base vectors; ``nprobe`` is unused (kept for the common constructor)."""
+
+    def __init__(self, index, nprobe, threads=1, device="cpu", base=None):
+        super().__init__(index, nprobe, threads)
+        self.device = device
+        self.needs_cuda = device.startswith("cuda")
+        self.name = "exact-cuda" if self.needs_cuda else "exact-cpu"
+        self.base = base
+        if base is not None and len(base) != self.index.ntotal:
+            raise ConfigError(f"{self.name}: {len(base)} base vectors, the index holds {self.index.ntotal}")
+        self._base = None
+
+    def available(self) -> tuple[bool, str]:
+        if self.base is None:
+            return False, "needs the base vectors (configs.make(..., base=))"
+        return super().available()
+
+    def check(self, xq, k):
+        xq = np.asarray(xq)
+        if xq.ndim != 2 or xq.shape[1] != self.ivf.d:
+            raise ConfigError(f"queries must be (n, {self.ivf.d}), got {xq.shape}")
+        if not 1 <= k <= self.index.ntotal:
+            raise ConfigError(f"K={k} must be between 1 and the {self.index.ntotal} base vectors")
+
+    def search(self, xq, k):
+        if self._base is None:  # the base on the device, untimed (as the torch kernel's layout)
+            self._base = exact.Base.from_numpy(self.base, self.device)
+        with Timer(cuda=self.needs_cuda) as t:
+            D, I = exact.search(self._base, xq, k)
+            D, I = D.cpu().numpy(), I.cpu().numpy()
+        return SearchOutput(D, I, t.seconds)
 
 
 class FPGA(SearchConfig):
@@ -249,8 +312,9 @@ class FPGA(SearchConfig):
 
 
 def make(name: str, index, nprobe: int, threads: int = 1, node: FPGANode | None = None,
-         n_nodes: int = 1, layout=None, host_fixed_s: float = 0.0) -> SearchConfig:
-    """A configuration by name (see the module table); ``host_fixed_s`` is the fpga-* per-batch host cost."""
+         n_nodes: int = 1, layout=None, host_fixed_s: float = 0.0, base=None) -> SearchConfig:
+    """A configuration by name (see the module table); ``host_fixed_s`` is the fpga-* per-batch host cost,
+    ``base`` the (N, d) base vectors the exact-* anchors search."""
     if name == "cpu":
         return CPU(index, nprobe, threads)
     if name == "cpu-gpu":
@@ -262,4 +326,6 @@ def make(name: str, index, nprobe: int, threads: int = 1, node: FPGANode | None 
     if name in ("fpga-cpu", "fpga-gpu"):
         return FPGA(index, nprobe, threads, node=node, n_nodes=n_nodes, index_scan=name.split("-")[1],
                     host_fixed_s=host_fixed_s)
+    if name in ("exact-cpu", "exact-cuda"):
+        return Exact(index, nprobe, threads, device="cpu" if name == "exact-cpu" else "cuda", base=base)
     raise ConfigError(f"unknown search configuration {name!r}; one of {list(NAMES)}")

@@ -1,21 +1,42 @@
-"""The project's own IVF-PQ scan kernel in torch (paper section 2.2, Figure 2 steps 4-6).
+"""The project's own IVF-PQ search kernel in torch (paper section 2.2, Figure 2 steps 4-6), CPU or CUDA.
 
 For each query and each probed IVF list, the distance to a quantized vector y of list l is
 ``||x - c_l||^2 + (||q(y)||^2 + 2<c_l, q(y)>) - 2 sum_j <x_j, u_j(y_j)>``: the first term comes from the
-coarse quantizer, the second is a per-vector constant computed once when the index is loaded (faiss
-keeps the same term as its precomputed table), and the third is a gather-sum over the PQ codes in a
-per-query distance lookup table of m x 256 entries. The gather-sum runs as one
-``torch.nn.functional.embedding_bag`` (sum mode) per query over the codes of its probed lists, then
-``torch.topk`` selects K. Batches of ``GROUP_MIN_BATCH`` queries or more take a grouped path where
-the queries of a group share each lookup (see ``_scan_grouped``). The same code runs on CPU and CUDA.
+coarse quantizer (the IVF index scan, :func:`coarse_assign`: one matmul and one top-K against the
+centroids), the second is a per-vector constant computed once when the index is loaded (faiss keeps the
+same term as its precomputed table), and the third is a gather-sum over the PQ codes in a per-query
+distance lookup table of m x 256 entries (Figure 2 step 5); a top-K per query ends the scan (step 6, the
+job of the paper's priority queues).
+
+:func:`scan` builds the lookup tables of the whole batch in one launch, then runs the gather-sum and top-K
+per chunk of queries, each chunk in a fixed number of launches whatever its size (:func:`plan`):
+
+- pairs (:func:`_scan_pairs`; always on CUDA): one gather-sum over the codes of every (query, probed list)
+  pair of the chunk, each code looked up in its own query's table, then one top-K over the rows padded per
+  query. Chunks are as large as ``CHUNK_ELEMS`` allows (bounded memory), so a CUDA batch of 1,024 queries at
+  1M vectors is a handful of chunks of about 25 launches each, not several launches per query.
+- shared (:func:`_scan_shared`; CPU, when the lists of GROUP queries overlap enough): the codes of the union
+  of their lists are gathered once and one ``embedding_bag`` over a (m*256, GROUP) table serves all GROUP
+  queries per lookup (SIMD-wide), which beats per-pair lookups on the CPU when each query probes a large
+  share of the index (the small profiles: nprobe 32 of nlist 141).
+
+Fresh memory is expensive on the project's VM (page faults: about 0.5 ms per MB first touched, ten times
+the cost of writing it again), so the CPU chunks stay small and each chunk makes few large temporaries.
 
 Layout: the codes of all lists are stored contiguously (list after list), widened to int32 with the
 sub-space offset ``j * 256`` added, so that one gather-sum needs no index arithmetic at query time.
 Scan throughput is always reported in bytes of m-byte PQ codes (what faiss and the FPGA read).
+
+:func:`faiss_scan` is faiss's own scan of the same lists (``search_preassigned``). Called as it is,
+``search_preassigned`` runs on one thread whatever ``omp_set_num_threads`` says (``parallel_mode`` 0:
+``IndexIVF::search`` splits the queries over threads itself, ``search_preassigned`` does not); this was
+why ``cpu-gpu`` (GPU coarse quantizer + ``search_preassigned``) measured 13x slower than ``cpu`` on the
+same 16 cores. :func:`faiss_scan` sets ``parallel_mode`` 3 (queries over threads) for the call.
 """
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -102,7 +123,7 @@ class IVFPQLayout:
     def nlist(self) -> int:
         return len(self.offsets) - 1
 
-    @property
+    @functools.cached_property
     def sizes(self) -> np.ndarray:
         return np.diff(self.offsets)
 
@@ -151,138 +172,236 @@ class IVFPQLayout:
         return int(self.sizes[np.asarray(lists)].sum()) * self.m
 
 
+def _as_queries(layout: IVFPQLayout, xq):
+    """Queries as a float32 tensor on the layout's device (a numpy input is copied, never aliased)."""
+    import torch
+
+    x = np.array(xq, dtype=np.float32, copy=True) if isinstance(xq, np.ndarray) else xq
+    return torch.as_tensor(x, dtype=torch.float32, device=layout.device)
+
+
 def coarse_assign(layout: IVFPQLayout, xq, nprobe: int):
-    """The ``nprobe`` nearest coarse centroids of each query, on the layout's device: (D, I)."""
+    """IVF index scan (section 2.2, Figure 2 step 4's input): the ``nprobe`` nearest coarse centroids of
+    each query by one matmul and one top-K on the layout's device (the GPU for CUDA layouts): (D, I)."""
     import torch
 
     check_params(layout.dim, layout.m, layout.nlist, nprobe)
-    x = torch.as_tensor(np.array(xq, dtype=np.float32, copy=True) if isinstance(xq, np.ndarray) else xq,
-                        dtype=torch.float32, device=layout.device)
+    x = _as_queries(layout, xq)
     d = (x ** 2).sum(1, keepdim=True) - 2 * x @ layout.coarse.T + (layout.coarse ** 2).sum(1)[None]
     dist, lists = torch.topk(d, nprobe, dim=1, largest=False)
     return dist, lists
 
 
+def lookup_tables(layout: IVFPQLayout, x):
+    """Every query's distance lookup table in one launch (Figure 2 step 4): -2 <x_j, C_jk>, (nq, m*256)."""
+    import torch
+
+    nq, m = x.shape[0], layout.m
+    return torch.einsum("bmd,mkd->bmk", (-2.0 * x).view(nq, m, layout.dim // m), layout.centroids).reshape(nq, -1)
+
+
 def scan(layout: IVFPQLayout, xq, lists, k: int, coarse_dist=None):
-    """Scan the probed ``lists`` (nq, nprobe) of each query; returns (D, I) (nq, k), ascending.
+    """PQ-code scan (Figure 2 steps 4-6) of the probed ``lists`` (nq, nprobe); returns (D, I) (nq, k), ascending.
 
-    ``coarse_dist`` (nq, nprobe) are the query-to-centroid squared distances (computed if absent).
+    ``coarse_dist`` (nq, nprobe) are the query-to-centroid squared distances (computed if absent). The
+    lookup tables of the whole batch are built at once; the gather-sum and top-K then run per chunk of
+    queries (:func:`plan`), each chunk in a fixed number of launches whatever its size.
     """
     import torch
-    import torch.nn.functional as F
 
-    dev = layout.device
-    x = torch.as_tensor(np.array(xq, dtype=np.float32, copy=True) if isinstance(xq, np.ndarray) else xq,
-                        dtype=torch.float32, device=dev)
+    x, lists_np, coarse_dist = _prepare(layout, xq, lists, k, coarse_dist)
+    lut = lookup_tables(layout, x)
+    dev, nq = layout.device, len(lists_np)
+    out_d = torch.empty((nq, k), dtype=torch.float32, device=dev)
+    out_i = torch.empty((nq, k), dtype=torch.int64, device=dev)
+    for q0, q1, shared in plan(layout, lists_np):
+        part = _scan_shared if shared else _scan_pairs
+        out_d[q0:q1], out_i[q0:q1] = part(layout, lut[q0:q1], lists_np[q0:q1], coarse_dist[q0:q1], k)
+    return out_d, out_i
+
+
+def _prepare(layout: IVFPQLayout, xq, lists, k: int, coarse_dist):
+    """Checked inputs: queries on the device, probed lists on the host, coarse distances on the device."""
+    import torch
+
+    x = _as_queries(layout, xq)
     lists_np = np.asarray(lists.cpu() if hasattr(lists, "cpu") else lists, dtype=np.int64)
-    nq, nprobe = lists_np.shape
-    check_params(layout.dim, layout.m, layout.nlist, nprobe, k)
-    sizes = layout.sizes[lists_np]                      # (nq, nprobe)
-    check_k(sizes.sum(1), k)
-    m, dsub = layout.m, layout.dim // layout.m
-    lists_t = torch.from_numpy(lists_np).to(dev)
+    check_params(layout.dim, layout.m, layout.nlist, lists_np.shape[1], k)
+    check_k(layout.sizes[lists_np].sum(1), k)
     if coarse_dist is None:
-        coarse_dist = ((x[:, None, :] - layout.coarse[lists_t]) ** 2).sum(-1)
-    coarse_dist = torch.as_tensor(coarse_dist, dtype=torch.float32, device=dev)
-    # Per-query lookup tables: -2 <x_j, C_jk>, (nq, m*256, 1).
-    lut = torch.einsum("bmd,mkd->bmk", (-2.0 * x).view(nq, m, dsub), layout.centroids).reshape(nq, m * KSUB, 1)
-    # Rows of every probed list, query after query, built in one pass.
-    starts = layout.offsets[lists_np].reshape(-1)
-    lens = sizes.reshape(-1)
-    total = int(lens.sum())
-    excl = np.cumsum(lens) - lens
-    rows_np = np.arange(total, dtype=np.int64) + np.repeat(starts - excl, lens)
-    if nq >= GROUP_MIN_BATCH:
-        return _scan_grouped(layout, lists_np, sizes, k, coarse_dist, lut.squeeze(-1))
-    rows = torch.from_numpy(rows_np).to(dev)
-    base_all = torch.repeat_interleave(coarse_dist.reshape(-1), torch.from_numpy(lens).to(dev))
-    qlens = sizes.sum(1)
-    qstart = np.concatenate([[0], np.cumsum(qlens)])
-    out_d = torch.empty((nq, k), dtype=torch.float32, device=dev)
-    out_i = torch.empty((nq, k), dtype=torch.int64, device=dev)
-    for b in range(nq):
-        # one query at a time, so its gathered codes stay in cache for the gather-sum
-        s, e = int(qstart[b]), int(qstart[b + 1])
-        r = rows[s:e]
-        codes = layout.codes_off.index_select(0, r).long()
-        d = F.embedding_bag(codes, lut[b], mode="sum").squeeze(1)
-        d += layout.norm_term.index_select(0, r)
-        d += base_all[s:e]
-        v, i = torch.topk(d, k, largest=False, sorted=True)
-        out_d[b] = v
-        out_i[b] = layout.ids.index_select(0, r.index_select(0, i))
-    return out_d, out_i
+        probed = layout.coarse[torch.from_numpy(lists_np).to(layout.device)]
+        coarse_dist = ((x[:, None, :] - probed) ** 2).sum(-1)
+    return x, lists_np, torch.as_tensor(coarse_dist, dtype=torch.float32, device=layout.device)
 
 
+# A CPU chunk: GROUP queries, sharing each lookup when the lists they probe overlap enough, i.e. when the
+# rows of the union of their lists x GROUP stays within SHARE_MAX x the rows they need. Measured on the
+# project's 2-core VM (1 thread, m 16, nprobe 32): both paths alike at a ratio of 12 (200k vectors), pairs
+# 1.6-2.3x faster at 24 (1M vectors), shared 2x faster at 3.8 (20k vectors, the tiny profile).
 GROUP = 64
-GROUP_MIN_BATCH = 8
+SHARE_MAX = 12
+# Bound on (rows x m) per (query, list)-pair chunk: its (rows, m) index and gathered values take 4-8 bytes
+# per element. CPU: small, for the caches and the page-fault cost (2^17-2^20 measured alike on 1M vectors).
+CHUNK_ELEMS = {"cpu": 1 << 19, "cuda": 1 << 27}
 
 
-def _ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
-    """Concatenation of arange(s, s + n) for each (s, n)."""
+def plan(layout: IVFPQLayout, lists_np: np.ndarray, device_type: str | None = None) -> list[tuple[int, int, bool]]:
+    """The chunks of a batch, (q0, q1, shared): on CUDA (query, list)-pair chunks as large as memory
+    allows; on the CPU groups of GROUP queries that share lookups (or pair chunks where sharing loses).
+    ``device_type`` defaults to the layout's."""
+    device_type = device_type or layout.device.type
+    rows = layout.sizes[lists_np].sum(1)
+    budget = CHUNK_ELEMS.get(device_type, CHUNK_ELEMS["cuda"])
+    max_q = (2 ** 31 - 1) // (layout.m * KSUB)     # int32 index into the chunk's lookup tables
+    if device_type != "cpu":
+        return [(a, b, False) for a, b in _chunks(rows * layout.m, budget, max_q)]
+    out = []
+    for g0 in range(0, len(lists_np), GROUP):
+        g1 = min(g0 + GROUP, len(lists_np))
+        union = int(layout.sizes[np.unique(lists_np[g0:g1])].sum())
+        if union * (g1 - g0) <= SHARE_MAX * int(rows[g0:g1].sum()):
+            out.append((g0, g1, True))
+        else:
+            out += [(g0 + a, g0 + b, False) for a, b in _chunks(rows[g0:g1] * layout.m, budget, max_q)]
+    return out
+
+
+def _chunks(cost: np.ndarray, budget: int, max_len: int) -> list[tuple[int, int]]:
+    """Consecutive ranges of at most ``max_len`` queries whose summed ``cost`` stays within ``budget``
+    (one query at least)."""
+    csum = np.concatenate([[0], np.cumsum(cost)])
+    out, q0 = [], 0
+    while q0 < len(cost):
+        q1 = int(np.searchsorted(csum, csum[q0] + budget, side="right")) - 1
+        q1 = min(max(q0 + 1, q1), q0 + max_len)
+        out.append((q0, q1))
+        q0 = q1
+    return out
+
+
+def _counting(starts: np.ndarray, lens: np.ndarray, device, step: int = 1):
+    """Segments laid end to end (``lens`` elements each), on ``device``: element j of segment s is
+    ``starts[s] + step * j``. On the CPU in numpy (fewer dispatches for small batches), elsewhere by
+    :func:`_counting_torch`."""
+    import torch
+
+    base = starts - step * (np.cumsum(lens) - lens)
+    if torch.device(device).type == "cpu":
+        return torch.from_numpy(np.repeat(base, lens) + np.arange(0, int(lens.sum()) * step, step, dtype=np.int64))
+    return _counting_torch(base, lens, device, step)
+
+
+def _counting_torch(base: np.ndarray, lens: np.ndarray, device, step: int):
+    """``repeat(base, lens) + step * arange(total)`` on ``device``: one ``repeat_interleave`` (its output
+    size given, so no device sync) and one in-place add."""
+    import torch
+
     total = int(lens.sum())
-    excl = np.cumsum(lens) - lens
-    return np.arange(total, dtype=np.int64) + np.repeat(starts - excl, lens)
+    out = torch.repeat_interleave(torch.from_numpy(base).to(device), torch.from_numpy(lens).to(device),
+                                  output_size=total)
+    return out.add_(torch.arange(0, total * step, step, device=device))
 
 
-def _scan_grouped(layout: IVFPQLayout, lists_np, sizes, k, coarse_dist, lut2d):
-    """Batched path: queries in groups of GROUP share one gather-sum.
+def _on(device, *arrays):
+    import torch
 
-    For a group, the lookup tables of its queries form one (m*256, G) table; the codes of the union of
-    the lists the group probes are gathered once, and one ``embedding_bag`` (sum) over them yields every
-    row's distance for all G queries at once (a table row holds G floats, so a lookup serves G queries);
-    each query then keeps the rows of its own probed lists and selects its top-K.
-    """
+    return [torch.from_numpy(np.ascontiguousarray(a)).to(device) for a in arrays]
+
+
+def _scan_pairs(layout: IVFPQLayout, lut, lists_np: np.ndarray, coarse_dist, k: int):
+    """Figure 2 steps 5-6 for one chunk: one gather-sum over the codes of every (query, probed list)
+    pair, each code looked up in its query's table (index + query x m x 256), then one top-K."""
+    import torch
+
+    dev, nq = layout.device, len(lists_np)
+    lens = layout.sizes[lists_np].reshape(-1)
+    qtot = lens.reshape(nq, -1).sum(1)
+    total, width = int(qtot.sum()), int(qtot.max())
+    rows = _counting(layout.offsets[lists_np].reshape(-1), lens, dev)
+    lens_t, qbase = _on(dev, lens, np.repeat(np.arange(nq, dtype=np.int32) * (layout.m * KSUB), qtot))
+    idx = layout.codes_off.index_select(0, rows)                         # (rows, m) int32, code + j * 256
+    idx += qbase[:, None]                                                # + query * m * 256: its own table
+    d = _gather_sum(lut.reshape(-1), idx)
+    d += layout.norm_term.index_select(0, rows)
+    d += torch.repeat_interleave(coarse_dist.reshape(-1), lens_t, output_size=total)
+    padded = torch.full((nq * width,), float("inf"), dtype=torch.float32, device=dev)
+    padded.index_copy_(0, _counting(np.arange(nq) * width, qtot, dev), d)
+    v, i = torch.topk(padded.view(nq, width), k, dim=1, largest=False, sorted=True)
+    at = (i + _on(dev, np.cumsum(qtot) - qtot)[0][:, None]).reshape(-1)
+    return v, layout.ids.index_select(0, rows.index_select(0, at)).view(nq, k)
+
+
+def _gather_sum(table, idx):
+    """``table[idx].sum(1)`` for an (n, m) index: ``embedding_bag`` (its fast int64 path) on the CPU; on
+    CUDA :func:`_gather_sum_plain`, since ``embedding_bag`` gives each bag a whole warp per feature column
+    and this table has one column."""
+    import torch.nn.functional as F
+
+    if table.device.type == "cpu":
+        return F.embedding_bag(idx.long(), table[:, None], mode="sum").squeeze(1)
+    return _gather_sum_plain(table, idx)
+
+
+def _gather_sum_plain(table, idx):
+    """One gather of every looked-up entry (int32 or int64 index), then one row sum."""
+    return table.index_select(0, idx.reshape(-1)).view(idx.shape).sum(1)
+
+
+def _scan_shared(layout: IVFPQLayout, lut, lists_np: np.ndarray, coarse_dist, k: int):
+    """Figure 2 steps 5-6 for a group of G queries sharing each lookup: the codes of the union of the lists
+    they probe are gathered once and one ``embedding_bag`` over a (m*256, G) table gives every row's
+    distance for all G queries (a lookup fetches G floats); then one gather picks each query's own rows,
+    padded to the longest query with +inf, and one top-K."""
     import torch
     import torch.nn.functional as F
 
-    dev = layout.device
-    nq = lists_np.shape[0]
-    out_d = torch.empty((nq, k), dtype=torch.float32, device=dev)
-    out_i = torch.empty((nq, k), dtype=torch.int64, device=dev)
-    offs = layout.offsets
-    cd_np = coarse_dist.cpu().numpy()
-    for g0 in range(0, nq, GROUP):
-        L = lists_np[g0:g0 + GROUP]
-        gn = L.shape[0]
-        W = lut2d[g0:g0 + gn].T.contiguous()                       # (m*256, gn)
-        uniq = np.unique(L)
-        ulens = layout.sizes[uniq]
-        ustart = np.cumsum(ulens) - ulens
-        rows_u = torch.from_numpy(_ranges(offs[uniq], ulens)).to(dev)
-        # one gather-sum for the whole group: rows of the union of its lists x its G lookup tables
-        codes_u = layout.codes_off.index_select(0, rows_u).long()  # int64: torch's fast embedding_bag path
-        O = F.embedding_bag(codes_u, W, mode="sum")                 # (rows of the union, gn)
-        O += layout.norm_term.index_select(0, rows_u)[:, None]
-        O = O.T                                                     # (gn, rows): a strided view
-        # Each query keeps the rows of its own probed lists (positions built for the whole group at once).
-        lens = sizes[g0:g0 + gn]                                    # (gn, nprobe)
-        pos = ustart[np.searchsorted(uniq, L)]                      # where each probed list starts in O
-        qtot = lens.sum(1)
-        qoff = np.concatenate([[0], np.cumsum(qtot)])
-        src = torch.from_numpy(_ranges(pos.ravel(), lens.ravel())).to(dev)
-        cdr = torch.from_numpy(np.repeat(cd_np[g0:g0 + gn].ravel(), lens.ravel())).to(dev)
-        seqs = []
-        for j in range(gn):
-            a, b = int(qoff[j]), int(qoff[j + 1])
-            d = O[j].index_select(0, src[a:b])
-            d += cdr[a:b]
-            seqs.append(d)
-        padded = torch.nn.utils.rnn.pad_sequence(seqs, batch_first=True, padding_value=float("inf"))
-        v, i = torch.topk(padded, k, dim=1, largest=False, sorted=True)  # one selection for the group
-        out_d[g0:g0 + gn] = v
-        picked = src.index_select(0, (i + torch.from_numpy(qoff[:-1]).to(dev)[:, None]).reshape(-1))
-        out_i[g0:g0 + gn] = layout.ids.index_select(0, rows_u.index_select(0, picked)).view(gn, k)
-    return out_d, out_i
+    dev, nq = layout.device, len(lists_np)
+    uniq, inv = np.unique(lists_np, return_inverse=True)
+    ulens = layout.sizes[uniq]
+    rows_u = _counting(layout.offsets[uniq], ulens, dev)
+    weight = lut.T.clone(memory_format=torch.contiguous_format)         # (m*256, G), unit stride for any G
+    table = F.embedding_bag(layout.codes_off.index_select(0, rows_u).long(), weight, mode="sum")
+    table += layout.norm_term.index_select(0, rows_u)[:, None]          # (rows of the union, G)
+    at, seg_lens, width = _own_rows(layout, lists_np, (np.cumsum(ulens) - ulens)[inv.reshape(lists_np.shape)])
+    d = table.view(-1).index_select(0, at)
+    coarse = torch.cat([coarse_dist, torch.full((nq, 1), float("inf"), device=dev)], 1).reshape(-1)
+    d += torch.repeat_interleave(coarse, _on(dev, seg_lens)[0], output_size=nq * width)
+    v, i = torch.topk(d.view(nq, width), k, dim=1, largest=False, sorted=True)
+    picked = torch.div(at.view(nq, width).gather(1, i).reshape(-1), nq, rounding_mode="floor")
+    return v, layout.ids.index_select(0, rows_u.index_select(0, picked)).view(nq, k)
+
+
+def _own_rows(layout: IVFPQLayout, lists_np: np.ndarray, list_at: np.ndarray):
+    """Where each query's rows lie in a (rows of the union, G) table whose list ``lists_np[q, p]`` starts
+    at row ``list_at[q, p]``: the flat positions (on the device), padded per query to ``width`` (padding:
+    rows 0.., valid since no query holds more rows than the union), and the segment lengths (host,
+    nq x (nprobe + 1), the last one of each query its padding)."""
+    nq = len(lists_np)
+    lens = layout.sizes[lists_np]
+    width = int(lens.sum(1).max())
+    seg_lens = np.concatenate([lens, width - lens.sum(1, keepdims=True)], 1).reshape(-1)
+    seg_rows = np.concatenate([list_at, np.zeros((nq, 1), np.int64)], 1)
+    starts = (seg_rows * nq + np.arange(nq)[:, None]).reshape(-1)            # flat index of (row, query)
+    return _counting(starts, seg_lens, layout.device, step=nq), seg_lens, width
 
 
 def faiss_scan(index, xq: np.ndarray, lists: np.ndarray, coarse_dist: np.ndarray, k: int):
-    """faiss's own PQ scan of the same lists: ``search_preassigned`` (CPU). The caller checks K."""
+    """faiss's own PQ scan of the same lists: ``search_preassigned`` (CPU), over faiss's OpenMP threads.
+
+    ``search_preassigned`` runs on ONE thread at the default ``parallel_mode`` 0: ``IndexIVF::search``
+    splits the queries over threads itself before calling it, ``search_preassigned`` does not (its
+    ``do_parallel`` is false for mode 0). Mode 3 parallelises it over queries as ``search`` would, so it
+    is set for the call (and restored). The caller checks K.
+    """
     ivf = ivfpq_of(index)
     ivf.nprobe = np.asarray(lists).shape[1]  # faiss reads the assignment width from nprobe
-    return ivf.search_preassigned(np.ascontiguousarray(xq, dtype=np.float32), k,
-                                  np.ascontiguousarray(lists, dtype=np.int64),
-                                  np.ascontiguousarray(coarse_dist, dtype=np.float32))
+    mode, ivf.parallel_mode = ivf.parallel_mode, 3
+    try:
+        return ivf.search_preassigned(np.ascontiguousarray(xq, dtype=np.float32), k,
+                                      np.ascontiguousarray(lists, dtype=np.int64),
+                                      np.ascontiguousarray(coarse_dist, dtype=np.float32))
+    finally:
+        ivf.parallel_mode = mode
 
 
 def overlap(a: np.ndarray, b: np.ndarray) -> np.ndarray:

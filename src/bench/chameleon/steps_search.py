@@ -78,6 +78,7 @@ def _timed_batches(cfg, xq, k, bs, params, common) -> list[dict]:
                      "coarse_ms": o.parts.get("coarse_s", np.nan) * 1e3,
                      "fpga_ms": o.parts.get("fpga_s", np.nan) * 1e3,
                      "host_fixed_ms": o.parts.get("host_fixed_s", np.nan) * 1e3,
+                     "backend": o.parts.get("backend", cfg.name),
                      "energy_per_query_mj": np.nan if warm else e_q})
     return rows
 
@@ -85,11 +86,12 @@ def _timed_batches(cfg, xq, k, bs, params, common) -> list[dict]:
 def _throughput(cfg, xq, k, runs, common) -> list[dict]:
     o = cfg.search(xq, k)   # warm-up
     rows = [{**common, "kind": "throughput", "phase": "warmup", "batch_size": len(xq), "run": 0,
-             "latency_ms": o.seconds * 1e3, "qps": len(xq) / o.seconds}]
+             "latency_ms": o.seconds * 1e3, "qps": len(xq) / o.seconds, "backend": o.parts.get("backend", cfg.name)}]
     for r in range(runs):
         o = cfg.search(xq, k)
         rows.append({**common, "kind": "throughput", "phase": "measured", "batch_size": len(xq), "run": r,
-                     "latency_ms": o.seconds * 1e3, "qps": len(xq) / o.seconds})
+                     "latency_ms": o.seconds * 1e3, "qps": len(xq) / o.seconds,
+                     "backend": o.parts.get("backend", cfg.name)})
     return rows
 
 
@@ -110,7 +112,7 @@ def search(ctx: Context) -> Result:
     rows = []
     for name in params["configs"]:
         cfg = configs.make(name, idx, nprobe, threads, node=node, layout=layout if name == "torch-cpu" else None,
-                           host_fixed_s=host.fixed_s)
+                           host_fixed_s=host.fixed_s, base=ds.base if name.startswith("exact-") else None)
         ok, why = cfg.available()
         if not ok:
             rows.append({**base, "config": name, "source": "not_run", "kind": "not_run", "phase": "measured",

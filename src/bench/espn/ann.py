@@ -70,11 +70,17 @@ def coarse(index, q: np.ndarray, nprobe: int):
 
 
 def scan(index, q: np.ndarray, k: int, Iq: np.ndarray, Dq: np.ndarray):
-    """``search_preassigned`` over the given lists (a slice of the coarse assignment)."""
+    """``search_preassigned`` over the given lists (a slice of the coarse assignment), its queries over
+    faiss's threads as ``index.search`` would (``parallel_mode`` 3 for the call: at the default 0 faiss
+    runs ``search_preassigned`` on one thread whatever ``omp_set_num_threads`` says)."""
     Iq = np.ascontiguousarray(Iq)
     Dq = np.ascontiguousarray(Dq)
     index.nprobe = Iq.shape[1]
-    return index.search_preassigned(np.ascontiguousarray(q, dtype=np.float32), k, Iq, Dq)
+    mode, index.parallel_mode = index.parallel_mode, 3
+    try:
+        return index.search_preassigned(np.ascontiguousarray(q, dtype=np.float32), k, Iq, Dq)
+    finally:
+        index.parallel_mode = mode
 
 
 def merge(D1, I1, D2, I2, k: int):
