@@ -44,3 +44,59 @@ def test_bad_graph_parameters():
     with pytest.raises(ConfigError, match="knn_degree"):
         graph.build_graph(np.zeros((50, 4), np.float32), graph.GraphParams(degree=8, knn_degree=4))
     assert issubclass(ConfigError, BenchError)
+
+
+def test_vectorised_pruning_and_reverse_edges_match_the_numpy_reference(small):
+    from . import reference
+
+    knn_ids = graph.knn_graph(small["base"], 32, 200_000, 16, 0)
+    assert np.array_equal(graph.detour_counts(knn_ids, 64), reference.detour_counts(knn_ids, 64))
+    pruned = graph.prune(knn_ids, 16, 2048)
+    assert np.array_equal(pruned, reference.prune(knn_ids, 16, 2048))
+    assert np.array_equal(graph.add_reverse_edges(pruned), reference.add_reverse_edges(pruned))
+
+
+def test_knn_is_exact_with_ties_by_id():
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 4, size=(300, 6)).astype(np.float32)       # many equal distances and duplicates
+    x[10] = x[11] = x[12]
+    got = graph.knn_graph(x, 12, 1000, 16, 0)
+    d = ((x[:, None, :].astype(np.float64) - x[None]) ** 2).sum(-1)
+    np.fill_diagonal(d, np.inf)
+    ids = np.broadcast_to(np.arange(300), d.shape)
+    want = np.lexsort((ids, d), axis=1)[:, :12]                       # by distance, then id
+    assert np.array_equal(got, want)
+    assert got[10, :2].tolist() == [11, 12], "duplicates first, self never"
+
+
+def test_matmul_candidates_give_the_faiss_knn(small):
+    """The CUDA path's candidates (tiled matmul + topk), run on the CPU, give the CPU build's lists."""
+    import torch
+
+    from bench.trinity import knn
+
+    xt = torch.from_numpy(small["base"].astype(np.float32))
+    via_matmul = knn.rerank(xt, knn.matmul_candidates(xt, 32 + knn.MARGIN, 1 << 20), 32, 1 << 20).numpy()
+    assert np.array_equal(via_matmul, graph.knn_graph(small["base"], 32, 200_000, 16, 0))
+    assert "faiss flat" in graph.build_method(2000, graph.GraphParams(), "cpu")
+
+
+def test_tree_sum_adds_in_a_fixed_pairwise_order():
+    import torch
+
+    from bench.trinity.knn import tree_sum
+
+    v = np.random.default_rng(0).standard_normal((50, 100)).astype(np.float32) * 1e4
+    want = np.pad(v, ((0, 0), (0, 28)))                   # zero-padded to 128, then halves added elementwise
+    while want.shape[1] > 1:
+        want = want[:, :want.shape[1] // 2] + want[:, want.shape[1] // 2:]
+    assert np.array_equal(tree_sum(torch.from_numpy(v)).numpy(), want[:, 0])
+
+
+@pytest.mark.gpu
+def test_gpu_build_equals_cpu_build(small):
+    params = graph.GraphParams(degree=16, knn_degree=32)
+    cpu = graph.build_graph(small["base"], params, device="cpu")
+    assert np.array_equal(graph.build_graph(small["base"], params, device="cuda"), cpu)
+    knn_cpu = graph.knn_graph(small["base"], 32, 200_000, 16, 0, "cpu")
+    assert np.array_equal(graph.prune(knn_cpu, 16, 2048, "cuda"), graph.prune(knn_cpu, 16, 2048, "cpu"))

@@ -46,7 +46,10 @@ def _load_claims(df: pd.DataFrame, params: dict) -> list[claims.Claim]:
         bound = lp["p95_bound_factor"] * float(low.p95_s.median())
         sus = {pol: [sustained(gr, bound) for _, gr in g[g.policy == pol].groupby("repeat")]
                for pol in ("static", "continuous")}
-        est, lo, hi = claims.ratio_ci(sus["continuous"], sus["static"])
+        if min(sus["static"], default=0) <= 0:   # static missed the bound even at the lowest load of a seed
+            est = lo = hi = float("nan")
+        else:
+            est, lo, hi = claims.ratio_ci(sus["continuous"], sus["static"])
         rec = float(g.recall.mean())
         scale = (f"{ds}, {arrival} arrivals, capacity {int(g.capacity.iloc[0])} slots, {g.repeat.nunique()} seeds")
         reason = (f"p95 bound {bound * 1e3:.0f} ms ({lp['p95_bound_factor']}x continuous p95 at the lowest load); "

@@ -33,8 +33,8 @@ def _build(a: argparse.Namespace) -> None:
     g = graph.build_graph(base, params, seed=a.seed)
     graph.save_graph(a.out, g, base, {"dataset": ds.name, "dataset_id": ds.id, "build_s": time.perf_counter() - t0,
                                       "params": gp, "seed": a.seed, "threads": a.threads,
-                                      "knn": "exact (faiss flat)" if base.shape[0] <= gp["exact_max_n"]
-                                      else f"faiss IVF-flat, nprobe {gp['ivf_nprobe']}"})
+                                      "knn": graph.build_method(base.shape[0], params),
+                                      "device": graph.build_device()})
 
 
 def register(sub: argparse._SubParsersAction) -> None:
