@@ -148,7 +148,8 @@ def recall_qps(inputs: dict[str, list[Path]], out_png: Path) -> list[Path]:
     nr = df[df.source == "not_run"]
     cap = (f"{rcol.replace('recall_at_', 'recall@')} against queries/s (ann-benchmarks style): the extend engine at "
            "batch 1, static and continuous batching sweeping top-M (dashed: continuous with more parents per extend), "
-           "and faiss IndexHNSWFlat sweeping efSearch, "
+           "faiss IndexHNSWFlat sweeping efSearch, and exact brute force on the engine's device (one matmul + topk, "
+           "recall 1: the anchor a graph engine must beat), "
            f"same data and threads ({int(m.threads.iloc[0])}); median of the measured runs, bars min-max; dotted: "
            "recall 0.95. " + "".join(f"Not run: {w}. " for w in nr.why) + NO_PAPER)
     return plotting.save(fig, out_png, cap)

@@ -104,6 +104,32 @@ def _hnsw_rows(ctx, base, xq, gt, nq) -> tuple[list[dict], dict]:
     return rows, {"hnsw_build_s": build_s, "hnsw_M": h["M"], "hnsw_ef_construction": h["ef_construction"]}
 
 
+def _exact_rows(ctx, base, xq, gt, nq: int, dev: str) -> list[dict]:
+    """Exact brute force on the engine's device (one matmul + topk per chunk of queries): the anchor a
+    graph engine must beat (recall 1 by construction); CUDA synchronised before each timer stops."""
+    import torch
+
+    rp, k = ctx.params["recall"], ctx.params["recall"]["k"]
+    xb = torch.as_tensor(np.ascontiguousarray(base, dtype=np.float32), device=dev)
+    nb2 = (xb * xb).sum(1)
+    q = torch.as_tensor(np.ascontiguousarray(xq[:nq], dtype=np.float32), device=dev)
+
+    def search():
+        out = []
+        for c in range(0, nq, 1024):
+            qc = q[c:c + 1024]
+            d = nb2[None, :] - 2 * qc @ xb.T      # + |q|^2, which does not change the order
+            out.append(torch.topk(d, k, dim=1, largest=False).indices)
+        return torch.cat(out).cpu().numpy()
+    t = measure.repeat(search, repeats=rp["repeats"], warmup=rp["warmup"], keep_results=True,
+                       cuda=dev.startswith("cuda"))
+    rec = recall_at_k(t.results[0], gt[:nq], k)
+    return [{"system": f"exact-{'cuda' if dev.startswith('cuda') else 'cpu'}", "mode": "batched", "param": "exact",
+             "value": 0, "phase": phase, "repeat": i, "n_queries": nq, "capacity": nq, "wall_s": s,
+             "qps": nq / s, f"recall_at_{k}": rec, "threads": ctx.params["engine"]["threads"], "source": "measured"}
+            for phase, times in (("warmup", t.warmup), ("measured", t.runs)) for i, s in enumerate(times)]
+
+
 def _cuvs_why() -> str:
     from ..core import devices
 
@@ -133,7 +159,7 @@ def recall(ctx: Context) -> Result:
         for m in rp["top_m"]:
             rows += _engine_rows(cp, base, xq, g, ds.gt_ids, "continuous", m, nb, cuda, suffix=f"-p{pv}")
     hrows, hprov = _hnsw_rows(ctx, base, xq, ds.gt_ids, nb)
-    rows += hrows
+    rows += hrows + _exact_rows(ctx, base, xq, ds.gt_ids, nb, setup.device(p))
     rows.append({"system": "hnswlib", "mode": "batched", "param": "ef", "phase": "measured", "source": "not_run",
                  "why": "hnswlib not installed: no wheel on this machine (sdist only)"})
     rows.append({"system": "cuvs-cagra", "mode": "batched", "param": "itopk", "phase": "measured",
