@@ -1,4 +1,5 @@
-# WindVE: the embedding service with CPU offload of peak queries (accelerator emulated here).
+# WindVE: the embedding service with CPU offload of peak queries (the CUDA GPU where there is one, measured;
+# else an emulated accelerator, or on request: profile key windve.accelerator).
 # profile (Figure 4, Table III, Figures 5/6) -> serving (Tables I/II, overload, utilisation, overhead,
 # open loop) -> figures -> claims. Each measurement rule starts `bench windve serve` on 127.0.0.1,
 # waits for /health, measures over HTTP and stops it (also when the step fails).

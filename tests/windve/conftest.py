@@ -1,14 +1,41 @@
 """Fixtures of the WindVE tests: one MiniLM encoder per session, and the service running on
-127.0.0.1 in a background thread (a real HTTP server), always stopped when the test ends."""
+127.0.0.1 in a background thread (a real HTTP server), awaited until /health says ready (every instance
+warm) and always stopped when the test ends.
+
+The accelerator the service picks depends on the machine: the CUDA GPU where there is one (measured),
+else the emulated one; tests compare with :data:`ACC`, never with a hard-coded name."""
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import threading
+import time
+import urllib.error
+import urllib.request
 
 import pytest
 
+from bench.core import devices
+
 TEST_LAW = {"alpha": 0.002, "beta": 0.01}   # emulated accelerator law for the tests (s/query, s)
+ACC = "cuda" if devices.cuda_available() else "emulated"   # the accelerator instance on this machine
+ACC_SOURCE = "emulated" if ACC == "emulated" else "measured"
+
+
+def wait_ready(url: str, timeout_s: float = 120.0) -> float:
+    """Poll /health until 200 (503 while warming), as clients do; returns the seconds waited."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout_s:
+        try:
+            with urllib.request.urlopen(url + "/health", timeout=5) as r:
+                if r.status == 200:
+                    return time.monotonic() - t0
+        except urllib.error.HTTPError as exc:
+            assert exc.code == 503, exc.code
+        except (urllib.error.URLError, ConnectionError):
+            pass
+        time.sleep(0.02)
+    raise AssertionError(f"service at {url} not ready after {timeout_s} s")
 
 
 @pytest.fixture(scope="session")
@@ -19,11 +46,12 @@ def encoder():
 
 
 @contextlib.contextmanager
-def running(svc):
-    """Serve ``svc`` on a free 127.0.0.1 port in a thread; yields the base URL; stops it on exit."""
+def running(svc, wait: bool = True):
+    """Serve ``svc`` on a free 127.0.0.1 port in a thread; yields the base URL once /health is 200 (at
+    once with ``wait=False``); stops it on exit."""
     from aiohttp import web
 
-    from bench.windve.service import make_app
+    from bench.windve.app import make_app
     from bench.windve.settings import free_port
 
     port = free_port()
@@ -44,7 +72,10 @@ def running(svc):
     th.start()
     try:
         assert ready.wait(30), "service did not start"
-        yield f"http://127.0.0.1:{port}"
+        url = f"http://127.0.0.1:{port}"
+        if wait:
+            wait_ready(url)
+        yield url
     finally:
         loop.call_soon_threadsafe(loop.stop)
         th.join(30)

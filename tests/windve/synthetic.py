@@ -1,4 +1,6 @@
-"""Small synthetic WindVE record sets with the columns the steps write (for figure and claims tests)."""
+"""Small synthetic WindVE record sets with the columns the steps write (for figure and claims tests):
+``acc="emulated"`` as a machine without a GPU writes them (both paper pairs emulated), ``acc="cuda"`` as a
+GPU machine does (the measured GPU standing for the V100 + Xeon pair)."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,12 +11,18 @@ from bench.core import records
 PAIRS = ("v100-xeon", "atlas-kunpeng")
 SLOS = (0.25, 0.5)
 LAWS = {"cpu": (0.06, 0.02), "v100-xeon": (0.0126, 0.017), "atlas-kunpeng": (0.0072, 0.006)}
+GPU_NAME = "NVIDIA H100 80GB HBM3"
+NAMES = {"cpu": "AMD EPYC", "cuda": GPU_NAME}
+
+
+def _pairs(acc):
+    return PAIRS if acc == "emulated" else ("v100-xeon",)
 
 
 def _dev_rows(device, pair, experiment, tokens, threads, alpha, beta):
     src = "emulated" if device == "emulated" else "measured"
     tags = {"experiment": experiment, "device": device, "pair": pair, "query_tokens": tokens, "cpu_threads": threads,
-            "source": src}
+            "source": src, "device_name": NAMES.get(device, f"emulated {pair}")}
     rows = []
     for purpose, levels in (("profile", [1, 4, 8]), ("stress", [8, 16])):
         for c in levels:
@@ -31,13 +39,13 @@ def _dev_rows(device, pair, experiment, tokens, threads, alpha, beta):
     return rows
 
 
-def profile_df() -> pd.DataFrame:
+def profile_df(acc: str = "emulated") -> pd.DataFrame:
     rows = _dev_rows("cpu", "", "base", 75, 1, *LAWS["cpu"])
-    for p in PAIRS:
-        rows += _dev_rows("emulated", p, "base", 75, 1, *LAWS[p])
+    for p in _pairs(acc):
+        rows += _dev_rows(acc, p, "base", 75, 1, *LAWS[p])
     for n, k in ((32, 0.4), (75, 1.0), (150, 2.5)):
         rows += [r for r in _dev_rows("cpu", "", "length", n, 1, LAWS["cpu"][0] * k, LAWS["cpu"][1]) if r["kind"] != "round"]
-        rows += [r for r in _dev_rows("emulated", "v100-xeon", "length", n, 1, LAWS["v100-xeon"][0] * k, 0.01)
+        rows += [r for r in _dev_rows(acc, "v100-xeon", "length", n, 1, LAWS["v100-xeon"][0] * k, 0.01)
                  if r["kind"] != "round"]
     for t, k in ((1, 1.0), (2, 0.6)):
         rows += [r for r in _dev_rows("cpu", "", "cores", 75, t, LAWS["cpu"][0] * k, 0.02) if r["kind"] != "round"]
@@ -48,52 +56,59 @@ def profile_df() -> pd.DataFrame:
     return df
 
 
-def serving_df() -> pd.DataFrame:
+def serving_df(acc: str = "emulated") -> pd.DataFrame:
     rng = np.random.default_rng(0)
     rows = []
-    for p in PAIRS:
+    src = "emulated" if acc == "emulated" else "measured"
+    tag = {"accelerator": acc, "source": src}
+    for p in _pairs(acc):
         for slo in SLOS:
-            acc = int((slo - LAWS[p][1]) / LAWS[p][0])
+            a = int((slo - LAWS[p][1]) / LAWS[p][0])
             cpu = int((slo - LAWS["cpu"][1]) / LAWS["cpu"][0])
-            rows.append({"kind": "maxconc", "pair": p, "slo_s": slo, "config": "accelerator_only", "total": acc,
-                         "total_low": acc - 1, "total_high": acc, "depth_emulated": acc, "runs": 3, "converged": True,
-                         "source": "emulated"})
-            rows.append({"kind": "maxconc", "pair": p, "slo_s": slo, "config": "offload", "total": acc + cpu,
-                         "total_low": acc + cpu - 1, "total_high": acc + cpu + 1, "depth_emulated": acc,
-                         "depth_cpu": cpu, "runs": 3, "converged": True, "source": "emulated"})
+            rows.append({"kind": "maxconc", "pair": p, "slo_s": slo, "config": "accelerator_only", "total": a,
+                         "total_low": a - 1, "total_high": a, "depth_acc": a, "runs": 3, "converged": True,
+                         "admission": "depth", **tag})
+            rows.append({"kind": "maxconc", "pair": p, "slo_s": slo, "config": "offload", "total": a + cpu,
+                         "total_low": a + cpu - 1, "total_high": a + cpu + 1, "depth_acc": a,
+                         "depth_cpu": cpu, "runs": 3, "converged": True, "admission": "depth", **tag})
     for cfg, share in (("accelerator_only", 0.07), ("offload", 0.3)):
         for r in range(3):
             rows.append({"kind": "util", "pair": "v100-xeon", "slo_s": 0.5, "config": cfg, "round": r,
-                         "service_cores": 2 * share + 0.01 * r, "machine_cores": 2, "source": "emulated"})
+                         "service_cores": 2 * share + 0.01 * r, "machine_cores": 2, "admission": "depth", **tag})
     for i in range(4):
         for mode, tp in (("bare_model", 16.0), ("service", 15.2)):
             rows.append({"kind": "overhead", "mode": mode, "repeat": i, "batch": 8, "phase": "warmup" if i == 0 else "measured",
                          "throughput": tp + rng.normal(0, 0.2), "seconds": 8 / tp, "source": "measured"})
     for i in range(120):
         st = 200 if i < 40 else 429
+        dev = (acc if i < 33 else "cpu") if st == 200 else ""
         rows.append({"kind": "overload", "pair": "v100-xeon", "slo_s": 0.5, "round": 0, "request": i, "sent": 120,
-                     "status": st, "device": ("emulated" if i < 33 else "cpu") if st == 200 else "",
-                     "latency_s": 0.3 + 0.004 * i if st == 200 else 0.01, "cosine": 1.0 if st == 200 else np.nan,
-                     "dispatch_us": 1.5 + rng.random(), "source": "emulated"})
+                     "status": st, "device": dev, "latency_s": 0.3 + 0.004 * i if st == 200 else 0.01,
+                     "cosine": 1.0 if st == 200 else np.nan, "dispatch_us": 1.5 + rng.random(),
+                     "predicted_s": 0.28 + 0.004 * i if st == 200 else np.nan,
+                     "refused_by": "" if st == 200 else ("deadline" if i < 60 else "depth"),
+                     "admission": "depth+deadline", "accelerator": acc,
+                     "source": "measured" if dev == "cpu" else src})
     rows.append({"kind": "overload_health", "pair": "v100-xeon", "slo_s": 0.5, "healthy": True, "source": "measured"})
     for cfg in ("accelerator_only", "offload"):
         for f in (0.5, 1.0, 2.0):
             rows.append({"kind": "openloop", "pair": "v100-xeon", "slo_s": 0.5, "config": cfg, "arrivals": "poisson",
                          "load_factor": f, "offered_rps": 68 * f, "goodput_rps": 68 * min(f, 1.2 if cfg == "offload" else 1),
                          "p50_s": 0.05 * f, "p99_s": 0.1 * f, "share_accelerator": 0.8, "share_cpu": 0.1 if cfg == "offload" else 0,
-                         "share_refused": 0.1 if cfg == "offload" else 0.2, "share_lost": 0.0, "source": "emulated"})
+                         "share_refused": 0.1 if cfg == "offload" else 0.2, "share_lost": 0.0,
+                         "admission": "depth+deadline", **tag})
         rows.append({"kind": "openloop", "pair": "v100-xeon", "slo_s": 0.5, "config": cfg, "arrivals": "bursty",
                      "load_factor": 1.0, "offered_rps": 68, "goodput_rps": 60, "p50_s": 0.2, "p99_s": 0.6,
                      "share_accelerator": 0.7, "share_cpu": 0.1, "share_refused": 0.2, "share_lost": 0.0,
-                     "source": "emulated"})
+                     "admission": "depth+deadline", **tag})
     df = pd.DataFrame(rows)
     df["machine_busy"] = False
     df["phase"] = df.get("phase", pd.Series(["measured"] * len(df))).fillna("measured")
     return df
 
 
-def write(tmp_path):
+def write(tmp_path, acc: str = "emulated"):
     out = {}
-    for kind, df in (("profile", profile_df()), ("serving", serving_df())):
+    for kind, df in (("profile", profile_df(acc)), ("serving", serving_df(acc))):
         out[kind] = [records.write(tmp_path / f"{kind}.parquet", df, {"method": "synthetic"})]
     return out

@@ -1,6 +1,8 @@
-"""The WindVE service on 127.0.0.1: embeddings equal the model's own output on every device path,
-every bad input of the issue gets a clear error while the service keeps serving, and the overload
-case (3x the max concurrency) answers every request with a correct embedding or a 429."""
+"""The WindVE service on 127.0.0.1: embeddings equal the model's own output on every device path
+(the accelerator is the CUDA GPU where there is one, else the emulated one: :data:`.conftest.ACC`), every
+bad input of the issue gets a clear error while the service keeps serving, the overload case (3x the max
+concurrency) answers every request with a correct embedding or a 429 counted once, /health says ready
+only once every instance is warm, and deadline admission keeps accepted requests within the SLO."""
 from __future__ import annotations
 
 import asyncio
@@ -10,7 +12,7 @@ import aiohttp
 import numpy as np
 import pytest
 
-from .conftest import cosine
+from .conftest import ACC, ACC_SOURCE, cosine
 
 
 def _post(url, path, payload=None, data=None):
@@ -30,17 +32,35 @@ def _get(url, path):
     return asyncio.run(go())
 
 
+def _samples(url) -> dict:
+    """/metrics as {(sample name, frozenset(labels)): value}."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    out = {}
+    for fam in text_string_to_metric_families(_get(url, "/metrics")[1]):
+        for smp in fam.samples:
+            out[(smp.name, frozenset(smp.labels.items()))] = smp.value
+    return out
+
+
+def _sum(samples, name, **labels) -> float:
+    want = set(labels.items())
+    return sum(v for (n, ls), v in samples.items() if n == name and want <= ls)
+
+
 TEXTS = ["what is the capital of france", "vector embeddings for retrieval augmented generation"]
 
 
-@pytest.mark.parametrize("device", ["emulated", "cpu"])
-def test_embeddings_equal_the_model_on_every_device_path(serve_windve, encoder, device):
+@pytest.mark.parametrize("path", ["accelerator", "cpu"])
+def test_embeddings_equal_the_model_on_every_device_path(serve_windve, encoder, path):
     url, svc = serve_windve()
+    device = ACC if path == "accelerator" else "cpu"
+    assert svc.plan.devices == (ACC, "cpu")
     _post(url, "/admin/config", {"active": [device]})
     ref = encoder.embed(TEXTS)
     st, hdr, body = _post(url, "/embed", {"inputs": TEXTS, "normalize": False})
     assert st == 200 and hdr["x-device"] == device
-    assert hdr["x-source"] == ("emulated" if device == "emulated" else "measured")
+    assert hdr["x-source"] == (ACC_SOURCE if path == "accelerator" else "measured")
     got = json.loads(body)
     assert min(cosine(g, r) for g, r in zip(got, ref)) >= 0.9999
     assert np.allclose(np.linalg.norm(got, axis=1), np.linalg.norm(ref, axis=1), rtol=1e-4)
@@ -82,6 +102,13 @@ def test_bad_inputs_get_clear_errors_and_the_service_keeps_serving(serve_windve,
     assert st == 200 and _get(url, "/health")[0] == 200
     st, _, body = _post(url, "/admin/config", {"depths": {"cpu": 0}})
     assert st == 422 and "depth" in body
+    m = _samples(url)   # each refusal counted once, as validation, by status; none as overload
+    fail = "windve_request_failure_total"
+    assert _sum(m, fail, err="validation", status="422") == 8 + 1   # the 422 cases and the OpenAI one
+    assert _sum(m, fail, err="validation", status="413") == 1
+    assert _sum(m, fail, err="validation", status="400") == 1
+    assert _sum(m, fail, err="overloaded") == 0 and _sum(m, "windve_queue_refused_total") == 0
+    assert _sum(m, "windve_request_count_total") == _sum(m, "windve_request_success_total") + _sum(m, fail) == 13
 
 
 def _burst(url, texts, timeout_s):
@@ -98,10 +125,10 @@ def _burst(url, texts, timeout_s):
 
 @pytest.mark.parametrize("offload", [True, False])
 def test_overload_3x_max_concurrency_answers_every_request(serve_windve, encoder, offload):
-    depths = {"emulated": 6, "cpu": 2}
-    url, svc = serve_windve(acc_depth=depths["emulated"], cpu_depth=depths["cpu"], heterogeneous=offload,
+    depths = {ACC: 6, "cpu": 2}
+    url, svc = serve_windve(acc_depth=depths[ACC], cpu_depth=depths["cpu"], heterogeneous=offload,
                             batch_delay_ms=20)
-    cap = depths["emulated"] + (depths["cpu"] if offload else 0)
+    cap = depths[ACC] + (depths["cpu"] if offload else 0)
     texts = [f"query number {i} about embeddings" for i in range(3 * cap)]
     ref = encoder.embed(texts)
     res = _burst(url, texts, timeout_s=30)
@@ -109,14 +136,20 @@ def test_overload_3x_max_concurrency_answers_every_request(serve_windve, encoder
     ok = [i for i, r in enumerate(res) if r[0] == 200]
     busy = [r for r in res if r[0] == 429]
     assert len(ok) + len(busy) == len(texts)
-    assert len(ok) >= depths["emulated"] and all(r[2] == "1" for r in busy)
-    assert {res[i][1] for i in ok} <= ({"emulated", "cpu"} if offload else {"emulated"})
+    assert len(ok) >= depths[ACC] and all(r[2] == "1" for r in busy)
+    assert {res[i][1] for i in ok} <= ({ACC, "cpu"} if offload else {ACC})
     assert min(cosine(json.loads(res[i][3])[0], ref[i]) for i in ok) >= 0.9999
     assert _get(url, "/health")[0] == 200
-    metrics = _get(url, "/metrics")[1]
-    assert f"windve_rejected_total {float(len(busy))}" in metrics
-    assert 'windve_queue_depth{device="emulated"} 6.0' in metrics
-    assert "windve_request_duration_seconds_bucket" in metrics and "windve_dispatch_seconds_count" in metrics
+    m = _samples(url)
+    fail = "windve_request_failure_total"
+    # a 429 counts once, as overload (issue 21): never among the validation errors
+    assert _sum(m, fail, err="overloaded", status="429") == len(busy) == _sum(m, fail, status="429")
+    assert _sum(m, fail, err="validation") == 0
+    assert _sum(m, "windve_queue_refused_total", reason="depth") == len(busy)
+    assert _sum(m, "windve_request_count_total") == len(texts) == _sum(m, "windve_request_success_total") + len(busy)
+    assert m[("windve_queue_depth", frozenset({("device", ACC)}))] == 6
+    assert _sum(m, "windve_request_duration_seconds_count") == len(ok) and _sum(m, "windve_dispatch_seconds_count")
+    assert _sum(m, "windve_batch_next_size_count", device=ACC) >= 1 and m[("windve_ready", frozenset())] == 1
     st, _, _ = _post(url, "/embed", {"inputs": "after the storm"})
     assert st == 200
 
@@ -124,14 +157,103 @@ def test_overload_3x_max_concurrency_answers_every_request(serve_windve, encoder
 def test_info_health_and_reconfigure(serve_windve):
     url, svc = serve_windve()
     info = json.loads(_get(url, "/info")[1])
-    assert info["devices"] == ["emulated", "cpu"] and info["sources"]["emulated"] == "emulated"
-    assert info["emulated_law"] == {"alpha": 0.002, "beta": 0.01}
-    st, _, body = _post(url, "/admin/config", {"depths": {"emulated": 3}, "offload": False,
-                                              "emulated_law": {"alpha": 0.001, "beta": 0.0}, "cpu_threads": 1})
+    assert info["devices"] == [ACC, "cpu"] and info["sources"][ACC] == ACC_SOURCE and info["accelerator"] == ACC
+    assert info["ready"] and info["admission"] == "depth" and info["warmed"]["cpu"] == [1, 4]
+    assert info["laws"]["cpu"]["alpha"] >= 0   # fitted from the CPU's warm batches
+    law = {"alpha": 0.001, "beta": 0.0}
+    if ACC == "emulated":
+        assert info["emulated_law"] == {"alpha": 0.002, "beta": 0.01}
+    else:   # a real accelerator: there is no emulated law to change
+        assert info["emulated_law"] is None
+        assert _post(url, "/admin/config", {"emulated_law": law})[0] == 422
+        law = None
+    change = {"depths": {ACC: 3}, "offload": False, "cpu_threads": 1, "slo_s": 0.5,
+              **({"emulated_law": law} if law else {})}
+    st, _, body = _post(url, "/admin/config", change)
     out = json.loads(body)
-    assert st == 200 and out["depths"]["emulated"] == 3 and out["offload"] is False
+    assert st == 200 and out["depths"][ACC] == 3 and out["offload"] is False and out["ready"]
+    assert out["slo_s"] == 0.5 and out["admission"] == "depth+deadline"
     assert _post(url, "/admin/config", {"bogus": 1})[0] == 422
     assert _post(url, "/admin/config", {"active": ["gpu"]})[0] == 422
+    assert _post(url, "/admin/config", {"slo_s": -1})[0] == 422
+
+
+def test_health_is_503_until_every_instance_is_warm(encoder):
+    """As TEI: not ready before the warm-up batches ran. The emulated accelerator is asked for explicitly
+    (on any machine) with a slow law, so the warm-up takes long enough to be seen."""
+    from bench.windve.service import EmbeddingService
+    from bench.windve.settings import ServiceConfig
+
+    from .conftest import running, wait_ready
+
+    cfg = ServiceConfig(emulate="v100-xeon", prefer_emulated=True, emulated_alpha=0.0, emulated_beta=0.4)
+    svc = EmbeddingService(cfg, encoder=encoder)
+    assert svc.plan.devices == ("emulated", "cpu")
+    with running(svc, wait=False) as url:
+        st, body = _get(url, "/health")
+        assert st == 503 and json.loads(body)["status"] == "warming"
+        st, hdr, body = _post(url, "/embed", {"inputs": "too early"})
+        assert st == 503 and "warming up" in json.loads(body)["error"]
+        wait_ready(url)
+        assert svc.instances["emulated"].warmed == {1} and svc.instances["cpu"].warmed == {1, 4}
+        assert _get(url, "/health")[0] == 200 and _post(url, "/embed", {"inputs": "now"})[0] == 200
+        m = _samples(url)
+        assert _sum(m, "windve_request_failure_total", err="unhealthy", status="503") == 1
+
+
+def _timed_waves(url, waves, timeout_s=30):
+    """Send each wave (delay_s, texts) at its delay from the start; all answers, with their wave index."""
+    async def go():
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as s:
+            async def one(i, t):
+                async with s.post(url + "/embed", json={"inputs": t},
+                                  timeout=aiohttp.ClientTimeout(total=timeout_s)) as r:
+                    await r.read()
+                    return i, r.status, dict(r.headers)
+
+            async def wave(i, delay, texts):
+                await asyncio.sleep(delay)
+                return await asyncio.gather(*(one(i, t) for t in texts))
+            got = await asyncio.gather(*(wave(i, d, ts) for i, (d, ts) in enumerate(waves)))
+            return [x for w in got for x in w]
+    return asyncio.run(go())
+
+
+def test_deadline_admission_refuses_what_would_miss_the_slo(encoder):
+    """Depth alone admits a second wave that waits for the running batch and then runs as the next one
+    (0.15 s + 0.25 s > SLO 0.3 s); admission by predicted completion refuses it, with 429 ``deadline``, and
+    every accepted request's predicted and served time stays within the SLO. A burst over the depth gets
+    429 ``depth``. The emulated accelerator (explicit request) makes the law exact on any machine."""
+    from bench.windve.service import EmbeddingService
+    from bench.windve.settings import ServiceConfig
+
+    from .conftest import running
+
+    slo = 0.3
+    cfg = ServiceConfig(emulate="v100-xeon", prefer_emulated=True, emulated_alpha=0.01, emulated_beta=0.1,
+                        heterogeneous=False, acc_depth=40, slo_s=slo, batch_delay_ms=5)
+    svc = EmbeddingService(cfg, encoder=encoder)
+    with running(svc) as url:
+        res = _timed_waves(url, [(0.0, [f"first wave {i}" for i in range(5)]),
+                                 (0.05, [f"second wave {i}" for i in range(20)])])
+        assert all(st == 200 for w, st, _ in res if w == 0)
+        refused = first = [h for _, st, h in res if st == 429]
+        assert refused and {h["x-refused-by"] for h in refused} == {"deadline"}
+        ok = [h for _, st, h in res if st == 200]
+        assert all(float(h["x-predicted-time"]) <= slo * 1e3 for h in ok)
+        served = [(float(h["x-queue-time"]) + float(h["x-compute-time"])) / 1e3 for h in ok]
+        assert max(served) <= slo + 0.05, served     # 50 ms for the event loop of a busy 2-core VM
+        # depth: a burst above C_max is refused at once, the accepted ones predicted within the SLO
+        _post(url, "/admin/config", {"depths": {"emulated": 8}, "slo_s": 1.0})
+        res = _timed_waves(url, [(0.0, [f"burst {i}" for i in range(24)])])
+        ok = [h for _, st, h in res if st == 200]
+        refused = [h for _, st, h in res if st == 429]
+        assert len(ok) <= 8 and len(ok) + len(refused) == 24
+        assert "depth" in {h["x-refused-by"] for h in refused}
+        assert all(float(h["x-predicted-time"]) <= 1000 for h in ok)
+        m = _samples(url)
+        overloaded = _sum(m, "windve_request_failure_total", err="overloaded", status="429")
+        assert overloaded == len(first) + len(refused) == _sum(m, "windve_queue_refused_total")
 
 
 def test_slo_shorter_than_one_cpu_query_is_refused(encoder):
@@ -146,15 +268,33 @@ def test_slo_shorter_than_one_cpu_query_is_refused(encoder):
 
 @pytest.mark.gpu
 def test_cuda_instance_serves_the_models_embeddings(encoder):
-    """On a CUDA machine the real GPU instance runs (no emulation) and serves the model's output."""
-    from .conftest import running
+    """On a CUDA machine the service picks the GPU (no emulation, even with --emulate given), warms it at
+    each power-of-two batch size up to its depth, and serves the model's CPU output (cosine >= 0.9999)."""
     from bench.windve.service import EmbeddingService
     from bench.windve.settings import ServiceConfig
 
-    svc = EmbeddingService(ServiceConfig(emulate="v100-xeon", emulated_alpha=0.001, emulated_beta=0.0), encoder=encoder)
-    assert svc.plan.devices[0] == "cuda"
+    from .conftest import running
+
+    svc = EmbeddingService(ServiceConfig(emulate="v100-xeon", emulated_alpha=0.001, emulated_beta=0.0, acc_depth=20),
+                           encoder=encoder)
+    assert svc.plan.devices == ("cuda", "cpu") and svc.plan.accelerator == "cuda"
     with running(svc) as url:
-        st, hdr, body = _post(url, "/embed", {"inputs": TEXTS, "normalize": False})
+        assert svc.instances["cuda"].warmed == {1, 2, 4, 8, 16, 20}
+        info = json.loads(_get(url, "/info")[1])
+        assert info["sources"]["cuda"] == "measured" and info["laws"]["cuda"] is not None
+        texts = TEXTS + [f"query {i} on the gpu instance" for i in range(14)]
+        st, hdr, body = _post(url, "/embed", {"inputs": texts, "normalize": False})
         assert st == 200 and hdr["x-device"] == "cuda" and hdr["x-source"] == "measured"
-        ref = encoder.embed(TEXTS)
+        ref = encoder.embed(texts)   # the model on the CPU
         assert min(cosine(g, r) for g, r in zip(json.loads(body), ref)) >= 0.9999
+
+
+@pytest.mark.gpu
+def test_steps_measure_the_gpu_unless_asked_to_emulate():
+    from bench.windve.steps.common import resolve_accelerator, service_args
+
+    assert resolve_accelerator({"accelerator": "auto"}) == "cuda"
+    assert resolve_accelerator({"accelerator": "cuda"}) == "cuda"
+    assert resolve_accelerator({"accelerator": "emulated"}) == "emulated"
+    assert "--prefer-emulated" not in service_args({"accelerator": "auto", "query_tokens": 75, "batch_delay_ms": 5},
+                                                   "v100-xeon")

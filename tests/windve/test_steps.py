@@ -45,3 +45,12 @@ def test_fine_tune_that_never_meets_the_slo_says_so():
 
     s = asyncio.run(estimator.fine_tune(measure, {"acc": 4}, slo_s=0.5, max_runs=3))
     assert not s.converged and s.runs == 3
+
+
+def test_profile_depths_of_a_gpu_run_and_depth_columns():
+    from bench.windve.steps.concurrency import depth_cols
+
+    fit, depths = profile_depths(synthetic.profile_df("cuda"))
+    assert ("cuda", "v100-xeon", 0.5) in depths and not any(k[0] == "emulated" for k in depths)
+    assert depth_cols({"cuda": 40, "cpu": 8}) == {"depth_acc": 40, "depth_cpu": 8}
+    assert depth_cols({"emulated": 40}) == {"depth_acc": 40}

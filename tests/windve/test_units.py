@@ -128,3 +128,138 @@ def test_prefer_emulated_keeps_the_emulated_accelerator_beside_a_gpu():
     gpu = detector.Found(cuda=1, npu=0, cpu_cores=(0, 1))
     assert detector.plan(gpu, True, emulate=True).devices == ("cuda", "cpu")
     assert detector.plan(gpu, True, emulate=True, prefer_emulated=True).devices == ("emulated", "cpu")
+
+
+# -- deadline admission (Algorithm 1 + equation 12 online) -------------------------------------------
+def test_predict_counts_the_running_batch_and_the_queue():
+    from bench.windve.admission import Backlog, predict
+
+    law = emulation.LinearLaw(0.01, 0.1).latency
+    idle = predict(Backlog(0, 0.0), 5, arrival=10.0, now=10.0, law=law, slo_s=0.3, batch_delay_s=0.005)
+    assert idle.latency == pytest.approx(0.005 + 0.15) and idle.ok
+    # a batch of 5 started at t=10 ends at 10.15; 10 queries wait since 10.05; one more arrives at 10.06:
+    # next batch starts at 10.155 and takes 0.01 * 11 + 0.1 -> ends 10.365: 0.305 s after 10.06, > SLO 0.3
+    busy = Backlog(5, 10.0, tuple((1, 10.05) for _ in range(10)))
+    p = predict(busy, 1, arrival=10.06, now=10.06, law=law, slo_s=0.3, batch_delay_s=0.005)
+    assert p.finish == pytest.approx(10.365) and not p.ok
+    assert predict(busy, 1, arrival=10.06, now=10.06, law=law, slo_s=0.32, batch_delay_s=0.005).ok
+    # at SLO 0.31 the newcomer would make it (0.305 s), but the ten waiting since 10.05 would not (0.315 s)
+    # where without it they would (0.305 s): refused
+    assert not predict(busy, 1, arrival=10.06, now=10.06, law=law, slo_s=0.31, batch_delay_s=0.005).ok
+    # the new query would itself make it, but it pushes an earlier member (arrived 9.99) past its SLO
+    early = Backlog(0, 0.0, ((1, 9.99),))
+    alone = predict(Backlog(0, 0.0), 19, arrival=10.0, now=10.0, law=law, slo_s=0.3)
+    assert alone.ok and alone.latency == pytest.approx(0.29)
+    p = predict(early, 19, arrival=10.0, now=10.0, law=law, slo_s=0.305)
+    assert p.latency == pytest.approx(0.30) and not p.ok     # 10.30 - 9.99 = 0.31 s for the earlier one
+    # an overrun running batch ends "now" at the earliest; max_batch splits the queue into batches
+    late = predict(Backlog(5, 0.0), 1, arrival=10.0, now=10.0, law=law, slo_s=1.0)
+    assert late.finish == pytest.approx(10.0 + 0.11)
+    chunks = predict(Backlog(0, 0.0, ((4, 10.0),)), 4, arrival=10.0, now=10.0, law=law, slo_s=1.0, max_batch=4)
+    assert chunks.finish == pytest.approx(10.0 + 0.14 + 0.14)
+
+
+def test_queue_manager_refuses_by_depth_or_deadline_and_offloads():
+    from bench.windve.admission import Prediction
+
+    verdict = {"emulated": False, "cpu": True}
+
+    def predict(dev, n, arrival, texts):
+        return Prediction(finish=1.0, latency=0.5 if verdict[dev] else 2.0, ok=verdict[dev])
+
+    m = QueueManager(["emulated", "cpu"], {"emulated": 4, "cpu": 1}, offload=True, slo_s=1.0, predict=predict)
+    assert m.admit() == "cpu" and m.last_prediction.latency == 0.5   # accelerator would miss the SLO: offloaded
+    assert m.admit() is None and m.last_reason == "deadline"         # CPU full by depth, accelerator late
+    verdict["emulated"] = True
+    assert m.admit() == "emulated"
+    depth_only = QueueManager(["emulated"], {"emulated": 1}, offload=False, slo_s=None, predict=predict)
+    verdict["emulated"] = False
+    assert depth_only.admit() == "emulated" and not depth_only.last_prediction.ok   # no SLO: predicted, depth decides
+    assert depth_only.admit() is None and depth_only.last_reason == "depth"
+    with pytest.raises(ConfigError, match="slo_s"):
+        QueueManager(["cpu"], {"cpu": 1}, offload=False, slo_s=0)
+
+
+def test_law_tracker_fits_the_batches():
+    from bench.windve.admission import LawTracker
+
+    t = LawTracker(window=8)
+    t.add(4, 0.14)
+    assert t.law is None   # one size: no fit yet
+    for c in (1, 8, 16):
+        t.add(c, 0.01 * c + 0.1)
+    assert t.law.alpha == pytest.approx(0.01) and t.law.beta == pytest.approx(0.1)
+    t.reset()
+    assert t.law is None and not t.points
+
+
+def test_warmup_sizes_per_device():
+    from types import SimpleNamespace
+
+    from bench.windve import warmup
+    from bench.windve.instances import EmulatedAccelerator, TorchInstance
+
+    gpu = TorchInstance("cuda", SimpleNamespace(device="cuda"))   # no CUDA touched: sizes only
+    assert warmup.sizes(gpu, 20) == [1, 2, 4, 8, 16, 20] and warmup.sizes(gpu, 1) == [1, 2]
+    assert warmup.sizes(gpu, 100_000)[-1] == warmup.GPU_MAX
+    cpu = TorchInstance("cpu", SimpleNamespace(device="cpu"))
+    assert warmup.sizes(cpu, 64) == [1, 4]
+    emu = EmulatedAccelerator("emulated", SimpleNamespace(device="cpu"), emulation.LinearLaw(0.001, 0.0))
+    assert warmup.sizes(emu, 64) == [1]
+    for inst in (gpu, cpu, emu):
+        inst._close()
+
+
+def test_steps_pick_the_accelerator_of_this_machine():
+    """auto: the GPU where there is one, else emulated; --prefer-emulated only when asked for."""
+    from bench.core import devices
+    from bench.windve.steps.common import resolve_accelerator, run_pairs, service_args
+
+    expected = "cuda" if devices.cuda_available() else "emulated"
+    base = {"query_tokens": 75, "batch_delay_ms": 5.0, "pairs": ["v100-xeon", "atlas-kunpeng"]}
+    assert resolve_accelerator({**base, "accelerator": "auto"}) == expected
+    assert resolve_accelerator({**base, "accelerator": "emulated"}) == "emulated"
+    if expected == "emulated":
+        with pytest.raises(ConfigError, match="no CUDA GPU"):
+            resolve_accelerator({**base, "accelerator": "cuda"})
+    with pytest.raises(ConfigError, match="auto, emulated or cuda"):
+        resolve_accelerator({**base, "accelerator": "tpu"})
+    assert "--prefer-emulated" not in service_args({**base, "accelerator": "auto"}, "v100-xeon")
+    assert "--prefer-emulated" in service_args({**base, "accelerator": "emulated"}, "v100-xeon")
+    assert run_pairs(base, "emulated") == ["v100-xeon", "atlas-kunpeng"] and run_pairs(base, "cuda") == ["v100-xeon"]
+
+
+def test_failures_are_counted_once_by_kind():
+    from bench.windve.metrics import Metrics
+
+    m = Metrics()
+    for status in (429, 429, 422, 413, 400, 503):
+        m.failed(status)
+    text = m.render().decode()
+    assert 'windve_request_failure_total{err="overloaded",status="429"} 2.0' in text
+    assert 'windve_request_failure_total{err="validation",status="422"} 1.0' in text
+    assert 'windve_request_failure_total{err="validation",status="413"} 1.0' in text
+    assert 'windve_request_failure_total{err="unhealthy",status="503"} 1.0' in text
+    assert 'err="validation",status="429"' not in text and "windve_rejected" not in text
+
+
+def test_emulated_cache_misses_count_in_the_prediction():
+    """The emulated accelerator computes texts it has not seen on this CPU before its law can hold: a batch
+    takes max(law(C), their CPU time), and admission predicts with that (the issue's 2.6 s first burst)."""
+    from types import SimpleNamespace
+
+    from bench.windve.admission import Backlog, predict
+    from bench.windve.instances import EmulatedAccelerator
+
+    emu = EmulatedAccelerator("emulated", SimpleNamespace(device="cpu"), emulation.LinearLaw(0.001, 0.01))
+    emu.cache["seen"] = np.zeros(3)
+    emu.miss_s = 0.05
+    assert emu.extra_s(["seen", "new a", "new b"]) == pytest.approx(0.1) and emu.extra_s(["seen"]) == 0
+    law = emu.admission_law().latency
+    cheap = predict(Backlog(0, 0.0), 3, arrival=0.0, now=0.0, law=law, slo_s=0.1)
+    assert cheap.ok and cheap.latency == pytest.approx(0.013)
+    dear = predict(Backlog(0, 0.0), 3, arrival=0.0, now=0.0, law=law, slo_s=0.1, extra_s=0.2)
+    assert not dear.ok and dear.latency == pytest.approx(0.2)
+    running = predict(Backlog(3, 0.0, (), running_extra_s=0.3), 1, arrival=0.1, now=0.1, law=law, slo_s=1.0)
+    assert running.finish == pytest.approx(0.3 + 0.011)
+    emu._close()

@@ -16,7 +16,8 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
                    help="heterogeneous computing off: accelerator queue only")
     p.add_argument("--emulate", choices=list(PAIRS), help="emulate an accelerator with this pair's ratios")
     p.add_argument("--prefer-emulated", action="store_true",
-                   help="use the emulated accelerator even where a CUDA GPU or NPU is found")
+                   help="the explicit request for the emulated accelerator even where a CUDA GPU or NPU is found "
+                        "(default: a real accelerator when there is one, measured)")
     p.add_argument("--emulated-alpha", type=float, help="emulated law alpha (s/query); default: calibrated")
     p.add_argument("--emulated-beta", type=float, help="emulated law beta (s)")
     p.add_argument("--calibration-tokens", type=int, default=75)
@@ -28,7 +29,9 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-delay-ms", type=float, default=5.0)
     p.add_argument("--max-batch", type=int)
     p.add_argument("--max-client-batch-size", type=int, default=32)
-    p.add_argument("--slo", dest="slo_s", type=float, help="SLO (s): checks equation 11 at start")
+    p.add_argument("--slo", dest="slo_s", type=float,
+                   help="SLO (s): checks equation 11 at start, and admits a request only where its predicted "
+                        "completion (running batch + queued + it, by the device's law) meets the SLO")
 
 
 def _serve(a: argparse.Namespace) -> None:

@@ -42,6 +42,7 @@ class ServiceProcess:
         self.env = env
         self.proc: subprocess.Popen | None = None
         self.started_s = float("nan")
+        self.accelerator: str | None = None   # set by the steps once the service said which it runs
 
     def __enter__(self) -> "ServiceProcess":
         self.start()
@@ -61,7 +62,8 @@ class ServiceProcess:
         return self
 
     def wait_healthy(self) -> None:
-        """Block until /health answers 200 (BenchError with the log's tail if the child dies or times out)."""
+        """Block until /health answers 200, i.e. every instance is warm (503 while warming; BenchError with
+        the log's tail if the child dies, e.g. a failed warm-up, or times out)."""
         self._wait_healthy()
         self.started_s = time.perf_counter() - self._t0
 
@@ -117,7 +119,8 @@ def session(timeout_s: float = 60.0) -> aiohttp.ClientSession:
 
 
 async def post_embed(sess: aiohttp.ClientSession, url: str, text: str) -> dict:
-    """One query to ``/embed``: status, device, latency (from this call's start) and the vector."""
+    """One query to ``/embed``: status, device, latency (from this call's start), the vector, and the
+    admission's word: predicted latency (deadline admission) or the rule that refused it (429)."""
     t0 = time.perf_counter()
     try:
         async with sess.post(url + "/embed", json={"inputs": text, "normalize": True}) as r:
@@ -126,10 +129,13 @@ async def post_embed(sess: aiohttp.ClientSession, url: str, text: str) -> dict:
             vec = json.loads(body)[0] if r.status == 200 else None
             return {"status": r.status, "device": r.headers.get("x-device", ""), "latency_s": t1 - t0,
                     "dispatch_us": float(r.headers.get("x-dispatch-us", "nan")), "vector": vec,
-                    "retry_after": r.headers.get("Retry-After")}
+                    "retry_after": r.headers.get("Retry-After"),
+                    "predicted_s": float(r.headers.get("x-predicted-time", "nan")) / 1e3,
+                    "refused_by": r.headers.get("x-refused-by", "")}
     except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
         return {"status": -1, "device": "", "latency_s": time.perf_counter() - t0, "dispatch_us": float("nan"),
-                "vector": None, "retry_after": None, "error": type(exc).__name__}
+                "vector": None, "retry_after": None, "predicted_s": float("nan"), "refused_by": "",
+                "error": type(exc).__name__}
 
 
 async def closed_round(sess: aiohttp.ClientSession, url: str, texts: list[str]) -> list[dict]:

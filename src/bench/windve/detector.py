@@ -5,8 +5,10 @@ CPU, and decides which queues the service creates:
 - an accelerator and the CPU, heterogeneous computing off: the accelerator's queue only;
 - both, and the option on: both queues, the accelerator first.
 
-Without a real accelerator an *emulated* one can be switched on (see :mod:`.emulation`); it is then
-the accelerator of the plan, labelled ``emulated``.
+A real accelerator is always preferred (the CUDA GPU is the accelerator instance, measured). Without
+one an *emulated* accelerator can be switched on (``--emulate``, see :mod:`.emulation`); beside a real one
+only on explicit request (``prefer_emulated``, the CLI's ``--prefer-emulated``). It is then the
+accelerator of the plan, labelled ``emulated``.
 """
 from __future__ import annotations
 

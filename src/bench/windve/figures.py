@@ -1,7 +1,8 @@
 """WindVE's figures, drawn from the ``profile`` and ``serving`` records only: Tables I-III, Figures 4-6,
 and beyond the paper the open-loop load, CPU utilisation and deployment cost, and the service checks.
-Our accelerator is emulated: every series of it is labelled so; the paper's values are drawn in the
-paper style beside ours, in their own panel when the scale differs."""
+The accelerator is whatever the records say ran (:mod:`.labels`): the CUDA GPU, measured, labelled by its
+name; or the emulated accelerator, every series of it labelled so and the captions saying EMULATED. The
+paper's values are drawn in the paper style beside ours, in their own panel when the scale differs."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,11 +14,11 @@ import pandas as pd
 from bench.core import plotting, records
 from bench.core.figures import Registry
 
+from . import labels
 from . import paper_values as PV
 from .claims import gains
 
 FIGURES = Registry()
-EMU = "emulated"
 JINA_STYLE = {**plotting.PAPER_STYLE, "marker": "P", "markersize": 9}
 
 
@@ -30,14 +31,34 @@ def _rank(slo: float, slos) -> int:
     return 1 + sorted(set(slos)).index(slo)
 
 
-def _acc_label(pair: str) -> str:
-    return plotting.label_source(f"accelerator ~{PV.PAIR_NAMES[pair][0]}", "emulated")
+def _acc_label(pair: str, prof: pd.DataFrame) -> str:
+    return labels.acc_label(pair, labels.source(prof), labels.name(prof))
+
+
+def _acc(prof: pd.DataFrame | None, serv: pd.DataFrame | None = None) -> tuple[str, str]:
+    """(source, caption sentence) of the accelerator in these records."""
+    src = labels.source(*(d for d in (serv, prof) if d is not None))
+    return src, labels.phrase(src, labels.name(prof) if prof is not None else "")
 
 
 def _start(ncols: int, nrows: int = 1, w: float = 4.2, h: float = 3.4):
     plotting.apply_style()
     fig, axes = plt.subplots(nrows, ncols, figsize=(w * ncols, h * nrows + 0.8), layout="constrained", squeeze=False)
     return fig, axes.ravel()
+
+
+def _slos(slos) -> str:
+    """SLOs for a caption, as plain numbers (never a numpy repr)."""
+    return "[" + ", ".join(f"{float(s):g}" for s in slos) + "]"
+
+
+def _admission(df: pd.DataFrame) -> str:
+    """How the service admitted requests in these rows (deadline admission for the overload and open loop)."""
+    if "admission" in df and df["admission"].notna().any():
+        adm = str(df["admission"].dropna().iloc[0])
+        return ("depth (Algorithm 1) and predicted completion within the SLO" if adm == "depth+deadline"
+                else "depth only (Algorithm 1)")
+    return "depth only (Algorithm 1)"
 
 
 def _maxconc(df: pd.DataFrame) -> pd.DataFrame:
@@ -48,7 +69,7 @@ def _predicted(prof: pd.DataFrame) -> pd.DataFrame:
     """Regression-predicted gain C_CPU / C_acc per pair and SLO (measured profiles, not fine-tuned)."""
     d = prof[(prof.kind == "depth") & (prof.experiment == "base") & (prof.method == "regression")]
     rows = []
-    for (pair, slo), g in d[d.device == "emulated"].groupby(["pair", "slo_s"]):
+    for (pair, slo), g in d[d.device != "cpu"].groupby(["pair", "slo_s"]):
         cpu = d[(d.device == "cpu") & (d.slo_s == slo)].depth.max()
         rows.append({"pair": pair, "slo_s": slo, "gain": cpu / g.depth.max() if g.depth.max() else np.nan})
     return pd.DataFrame(rows, columns=["pair", "slo_s", "gain"])
@@ -57,8 +78,9 @@ def _predicted(prof: pd.DataFrame) -> pd.DataFrame:
 @FIGURES.figure("tables_1_2", records=("serving", "profile"),
                 title="Tables I/II: max concurrency without and with CPU offload")
 def tables_1_2(inputs, out_png):
-    gt = gains(_read(inputs, "serving"))
-    pred = _predicted(_read(inputs, "profile"))
+    serv, prof = _read(inputs, "serving"), _read(inputs, "profile")
+    gt, pred = gains(serv), _predicted(prof)
+    src, acc_words = _acc(prof, serv)
     done = set(zip(gt.pair, gt.slo_s)) if not gt.empty else set()
     extra = pred[[(p, s) not in done for p, s in zip(pred.pair, pred.slo_s)]]
     fig, (a, b) = _start(2, w=5.2)
@@ -69,14 +91,14 @@ def tables_1_2(inputs, out_png):
     slos = sorted(gt.slo_s.unique())
     labels = [f"{p}\nSLO {s:g} s" for p, s in zip(gt.pair, gt.slo_s)]
     x = np.arange(len(gt))
-    col = plotting.colors(["accelerator only", "accelerator (with offload)", "CPU offload"])
-    a.bar(x - 0.2, gt.acc_only, 0.38, color=col["accelerator only"], label=plotting.label_source("accelerator only", EMU))
+    col = plotting.colors(["accelerator only", "accelerator (with offload)", "CPU offload", "ours: gain with offload"])
+    a.bar(x - 0.2, gt.acc_only, 0.38, color=col["accelerator only"], label=plotting.label_source("accelerator only", src))
     a.bar(x + 0.2, gt.acc_part, 0.38, color=col["accelerator (with offload)"],
-          label=plotting.label_source("accelerator (with offload)", EMU))
+          label=plotting.label_source("accelerator (with offload)", src))
     a.bar(x + 0.2, gt.cpu_part, 0.38, bottom=gt.acc_part, color=col["CPU offload"], label="CPU offload (measured)")
     a.set(xticks=x, xticklabels=labels, ylabel="max concurrency (queries)", title="(a) ours: MiniLM, 75-token queries")
     err = np.array([gt.gain - gt.gain_low, gt.gain_high - gt.gain]).clip(min=0) * 100
-    gcol = plotting.colors(["ours: gain with offload"])["ours: gain with offload"]
+    gcol = col["ours: gain with offload"]
     b.bar(x, gt.gain * 100, 0.5, yerr=err, color=gcol, ecolor="0.3", capsize=3, label="ours: gain with offload")
     b.axhline(0, color="0.5", lw=0.8)
     xe = np.arange(len(gt), len(gt) + len(extra))
@@ -92,8 +114,8 @@ def tables_1_2(inputs, out_png):
     b.set(xticks=x, xticklabels=labels, ylabel="concurrency gain (%)", title="(b) gain from offload: ours vs paper")
     plotting.legend_below(fig, ncol=3)
     cap = ("Tables I/II. (a) Fine-tuned max concurrency (closed loop, all queries of a round within the SLO) with the "
-           "accelerator alone and with CPU offload (Algorithm 1); the accelerator is EMULATED (law from this "
-           f"machine's CPU fit times the pair's paper ratios), the CPU instance is measured. Our SLOs {slos} s stand "
+           f"accelerator alone and with CPU offload (Algorithm 1). {acc_words} The CPU instance is measured. "
+           f"Our SLOs {_slos(slos)} s stand "
            "for the paper's 1 s and 2 s. (b) Gain (offload / accelerator only - 1), error bars from the rounds "
            "(every round met .. any round met); hatched: pairs not fine-tuned in this profile, gain C_CPU/C_acc predicted "
            "by the regression on measured profiles; paper values (bge Table I, jina Table II) drawn as markers.")
@@ -108,15 +130,21 @@ def _depth_rows(prof: pd.DataFrame, serv: pd.DataFrame | None) -> pd.DataFrame:
         mc = _maxconc(serv)
         mc = mc[mc.config == "offload"]
         for r in mc.itertuples():
-            for dev, col in (("accelerator", "depth_emulated"), ("cpu", "depth_cpu")):
-                out.append(pd.DataFrame([{"pair": r.pair, "dev": dev, "device": "cpu" if dev == "cpu" else "emulated",
+            acc = getattr(r, "accelerator", "emulated")
+            acc = acc if isinstance(acc, str) and acc else "emulated"
+            for dev, col in (("accelerator", "depth_acc"), ("cpu", "depth_cpu")):
+                if not hasattr(r, col) and col == "depth_acc":
+                    col = "depth_emulated"   # records written before the accelerator was named
+                out.append(pd.DataFrame([{"pair": r.pair, "dev": dev, "device": "cpu" if dev == "cpu" else acc,
                                           "slo_s": r.slo_s, "method": "fine-tuned", "depth": getattr(r, col), "runs": r.runs}]))
     return pd.concat(out, ignore_index=True)
 
 
 @FIGURES.figure("table_3", records=("profile", "serving"), title="Table III: queue depth by regression, stress test, fine-tuning")
 def table_3(inputs, out_png):
-    dr = _depth_rows(_read(inputs, "profile"), _read(inputs, "serving"))
+    prof, serv = _read(inputs, "profile"), _read(inputs, "serving")
+    dr = _depth_rows(prof, serv)
+    src, acc_words = _acc(prof, serv)
     slos = sorted(dr.slo_s.unique())
     pairs = [p for p in dr.pair.unique() if p]
     cpu = dr[dr.dev == "cpu"].copy()
@@ -152,8 +180,8 @@ def table_3(inputs, out_png):
     plotting.legend_below(fig, ncol=4)
     cap = ("Table III. Queue depths per device and SLO from the linear regression (equation 12 fitted to a few "
            "closed-loop levels), from the stress test (steps of 8 until the SLO fails) and fine-tuned with both "
-           "devices running (serving step). The accelerator ('acc') is EMULATED, labelled by the pair whose ratios "
-           "set it; the CPU is measured (one CPU here stands for both pairs' CPUs). (b) Ours as a ratio to our "
+           f"devices running (serving step). {acc_words} The accelerator ('acc') is labelled by the pair it stands "
+           "for; the CPU is measured (one CPU here stands for both pairs' CPUs). (b) Ours as a ratio to our "
            "stress test, paper's ratio to its stress test as markers. (c) Profiling runs (concurrency levels "
            "measured) each method needed.")
     return plotting.save(fig, out_png, cap)
@@ -165,7 +193,9 @@ def fig4(inputs, out_png):
     base = df[df.experiment == "base"]
     rounds = base[(base.kind == "round") & (base.phase == "measured")]
     fits = base[base.kind == "fit"]
-    devs = [("cpu", "")] + [("emulated", p) for p in fits[fits.device == "emulated"].pair.unique()]
+    acc = labels.device(df)
+    src, acc_words = _acc(df)
+    devs = [("cpu", "")] + [(acc, p) for p in fits[fits.device == acc].pair.unique()]
     fig, axes = _start(len(devs) + 1, w=3.9)
     slos = sorted(df[df.kind == "depth"].slo_s.unique())
     col = plotting.colors(["profiled levels", "stress test", "fit"])
@@ -181,7 +211,7 @@ def fig4(inputs, out_png):
         ax.plot(cs, f.alpha * cs + f.beta, "-", color=col["fit"], label="fit t = αC + β")
         for s in slos:
             ax.axhline(s, ls=":", color="0.4", lw=0.8)
-        name = "CPU instance (measured)" if dev == "cpu" else _acc_label(pair)
+        name = "CPU instance (measured)" if dev == "cpu" else _acc_label(pair, df)
         ax.set(xlabel="concurrency C", ylabel="latency of the round's slowest query (s)",
                title=f"{name}\nα={f.alpha * 1e3:.1f} ms, β={f.beta * 1e3:.0f} ms, R²={f.r2:.3f}")
         ax.title.set_fontsize("small")
@@ -189,19 +219,20 @@ def fig4(inputs, out_png):
     cpu = fits[(fits.device == "cpu")].iloc[0]
     x = np.arange(len(devs) - 1)
     for i, (_, pair) in enumerate(devs[1:]):
-        f = fits[(fits.device == "emulated") & (fits.pair == pair)].iloc[0]
-        ax.bar(i - 0.2, f.alpha / cpu.alpha, 0.38, color=col["fit"], label=plotting.label_source("ours α_acc/α_CPU", EMU))
+        f = fits[(fits.device == acc) & (fits.pair == pair)].iloc[0]
+        ax.bar(i - 0.2, f.alpha / cpu.alpha, 0.38, color=col["fit"], label=plotting.label_source("ours α_acc/α_CPU", src))
         ax.bar(i + 0.2, f.beta / cpu.beta if cpu.beta else np.nan, 0.38, color=col["stress test"],
-               label=plotting.label_source("ours β_acc/β_CPU", EMU))
+               label=plotting.label_source("ours β_acc/β_CPU", src))
         ax.plot(i - 0.2, PV.ALPHA_RATIO[pair], **{**plotting.PAPER_STYLE, "label": "paper (Fig. 4, Sec. V-B)"})
         ax.plot(i + 0.2, PV.BETA[pair]["accelerator"] / PV.BETA[pair]["cpu"], **plotting.PAPER_STYLE)
     ax.set(xticks=x, xticklabels=[p for _, p in devs[1:]], ylabel="accelerator / CPU", title="fit coefficients, ratio")
     plotting.legend_below(fig, ncol=4)
     cap = ("Figure 4. Closed-loop latency (median over rounds of each round's slowest query) against concurrency per "
            "device, the linear fit of equation 12 (alpha, beta >= 0) on the profiled levels, the stress-test levels "
-           f"(steps of 8), SLOs {slos} s dotted. The accelerators are EMULATED from this run's CPU fit and the "
-           "pair's paper ratios, so the last panel checks that the measured service keeps those ratios (paper "
-           "markers) once HTTP and queueing are included.")
+           f"(steps of 8), SLOs {_slos(slos)} s dotted. {acc_words} "
+           + ("The last panel checks that the measured service keeps the emulated ratios (paper markers) once HTTP "
+              "and queueing are included." if src == "emulated" else
+              "The last panel compares the measured GPU/CPU coefficient ratios with the paper's V100/Xeon ones."))
     return plotting.save(fig, out_png, cap)
 
 
@@ -212,16 +243,18 @@ def _scaling(df: pd.DataFrame, experiment: str) -> pd.DataFrame:
 
 @FIGURES.figure("fig5", records=("profile",), title="Figure 5: concurrency against query length")
 def fig5(inputs, out_png):
-    d = _scaling(_read(inputs, "profile"), "length")
+    prof = _read(inputs, "profile")
+    d = _scaling(prof, "length")
+    src, acc_words = _acc(prof)
     slos = sorted(d.slo_s.unique())
     fig, axes = _start(len(slos) + 1, w=4.0)
     col = plotting.colors(["original", "additional"])
     for ax, s in zip(axes, slos):
         g = d[d.slo_s == s]
-        acc = g[g.device == "emulated"].sort_values("query_tokens")
+        acc = g[g.device != "cpu"].sort_values("query_tokens")
         cpu = g[g.device == "cpu"].sort_values("query_tokens")
         pair = acc.pair.iloc[0] if len(acc) else "v100-xeon"
-        ax.plot(acc.query_tokens, acc.depth, "o-", color=col["original"], label=_acc_label(pair) + ": original")
+        ax.plot(acc.query_tokens, acc.depth, "o-", color=col["original"], label=_acc_label(pair, prof) + ": original")
         ax.plot(cpu.query_tokens, cpu.depth, "s-", color=col["additional"], label="CPU (measured): additional")
         no = cpu[cpu.cannot_help.astype(bool)]
         ax.plot(no.query_tokens, no.depth, "x", color="k", ms=9, label="CPU cannot help (eq. 11)")
@@ -232,8 +265,10 @@ def fig5(inputs, out_png):
     ax.set(xlim=(0.5, 2.5), ylim=(-0.5, 4), xticks=[1, 2], xticklabels=["1 s", "2 s"], xlabel="paper SLO",
            ylabel="additional concurrency", title="paper (V100 + Xeon, Sec. V-D)")
     plotting.legend_below(fig, ncol=2)
-    cap = ("Figure 5. Concurrency against query length: the accelerator alone ('original', EMULATED from the CPU fit "
-           "at each length times the pair's ratios) and what the CPU adds ('additional', measured), as predicted by "
+    how = ("EMULATED from the CPU fit at each length times the pair's ratios" if src == "emulated"
+           else f"MEASURED on {labels.name(prof)}")
+    cap = (f"Figure 5. Concurrency against query length: the accelerator alone ('original', {how}) "
+           "and what the CPU adds ('additional', measured), as predicted by "
            "the regression on closed-loop profiles at each length; x marks where one query on the CPU already misses "
            "the SLO (equation 11: the CPU cannot help). Right: the values the paper's text gives.")
     return plotting.save(fig, out_png, cap)
@@ -272,14 +307,15 @@ def openloop(inputs, out_png):
         return plotting.save(fig, out_png, "Open loop: not run.")
     configs = ["accelerator_only", "offload"]
     col = plotting.colors(configs)
+    src, acc_words = _acc(None, ol)
     for cfg in configs:
         g = ol[(ol.config == cfg) & (ol.arrivals == "poisson")].sort_values("offered_rps")
         bu = ol[(ol.config == cfg) & (ol.arrivals == "bursty")]
-        lab = plotting.label_source(cfg.replace("_", " "), EMU)
+        lab = plotting.label_source(cfg.replace("_", " "), src)
         a.plot(g.offered_rps, g.goodput_rps, "o-", color=col[cfg], label=lab)
         a.plot(bu.offered_rps, bu.goodput_rps, "D", color=col[cfg], mfc="none", label=f"{cfg.replace('_', ' ')}: bursts")
         b.plot(g.offered_rps, g.p50_s, "o--", color=col[cfg], label=f"{cfg.replace('_', ' ')}: p50")
-        b.plot(g.offered_rps, g["p99_s"], "o-", color=col[cfg], label=f"{cfg.replace('_', ' ')}: p99")
+        b.plot(g.offered_rps, g["p99_s"], "s-", color=col[cfg], label=f"{cfg.replace('_', ' ')}: p99")
     slo = ol.slo_s.iloc[0]
     lim = ol.offered_rps.max() * 1.05
     a.plot([0, lim], [0, lim], ":", color="0.6", label="goodput = offered")
@@ -304,8 +340,8 @@ def openloop(inputs, out_png):
     cap = ("Beyond the paper: open-loop Poisson arrivals at multiples of the accelerator-only capacity (its max "
            "concurrency / SLO), and bursts (4x the rate for part of each period, same mean), at the fine-tuned "
            "depths, without and with CPU offload. Latency counts from each request's intended send time (no "
-           "coordinated omission; HDR histogram). Goodput = answers within the SLO per second. The accelerator "
-           "is EMULATED; the CPU instance is measured.")
+           "coordinated omission; HDR histogram). Goodput = answers within the SLO per second. Admission: "
+           f"{_admission(ol)}. {acc_words} The CPU instance is measured.")
     return plotting.save(fig, out_png, cap)
 
 
@@ -314,16 +350,17 @@ def utilisation_cost(inputs, out_png):
     df = _read(inputs, "serving")
     fig, (a, b) = _start(2, w=5.0)
     ut = df[df.kind == "util"]
-    col = plotting.colors(["accelerator_only", "offload"])
+    src, acc_words = _acc(None, df)
+    col = plotting.colors(["accelerator_only", "offload", "eq. 6 (deploy for peak)", "eq. 5 (deploy for average)"])
     if ut.empty:
         plotting.not_run(a, "no utilisation rows")
     else:
         cfgs = [c for c in ("accelerator_only", "offload") if c in set(ut.config)]
         for i, cfg in enumerate(cfgs):
             share = ut[ut.config == cfg].service_cores / ut[ut.config == cfg].machine_cores * 100
-            a.bar(i, share.median(), 0.6, color=col[cfg], label=plotting.label_source(cfg.replace("_", " "), EMU))
+            a.bar(i, share.median(), 0.6, color=col[cfg], label=plotting.label_source(cfg.replace("_", " "), src))
             a.plot(np.full(len(share), i), share, "o", color="k", ms=3)
-        a.plot([0, 1], [v * 100 for v in PV.CPU_UTIL["bge"]], **{**plotting.PAPER_STYLE, "label": "paper (bge)"})
+        a.plot([0, 1], [v * 100 for v in PV.CPU_UTIL["bge"]], **{**plotting.PAPER_STYLE, "marker": "D", "markersize": 7, "label": "paper (bge)"})
         a.set(xticks=range(len(cfgs)), xticklabels=[c.replace("_", " ") for c in cfgs],
               ylabel="service CPU use (% of all cores)", title="(a) CPU utilisation at max concurrency")
     gt = gains(df)
@@ -332,7 +369,7 @@ def utilisation_cost(inputs, out_png):
     else:
         slos = sorted(gt.slo_s.unique())
         x = np.arange(len(gt))
-        ccol = plotting.colors(["eq. 6 (deploy for peak)", "eq. 5 (deploy for average)"])
+        ccol = col
         peak = gt.cpu_part / (gt.cpu_part + gt.acc_part)
         avg = gt.cpu_part / gt.acc_part
         b.bar(x - 0.2, peak * 100, 0.38, color=ccol["eq. 6 (deploy for peak)"], label="ours: eq. 6 (deploy for peak)")
@@ -348,8 +385,8 @@ def utilisation_cost(inputs, out_png):
            "fine-tuned max concurrency, accelerator only vs with offload (paper, bge: average CPU utilisation 8% -> "
            "80%). (b) Deployment-cost saving computed from our measured concurrencies: deploying for peak load "
            "(equation 6) saves C_CPU/(C_CPU+C_acc), deploying for average load (equation 5) up to C_CPU/C_acc; the "
-           "paper's markers apply the same equations to its Table I (18.6% and 22.3% for V100 + Xeon, 2 s). The "
-           "accelerator is EMULATED.")
+           "paper's markers apply the same equations to its Table I (18.6% and 22.3% for V100 + Xeon, 2 s). "
+           + acc_words)
     return plotting.save(fig, out_png, cap)
 
 
@@ -370,13 +407,17 @@ def service(inputs, out_png):
         for ax in (b, c, d):
             plotting.not_run(ax, "no overload rows")
     else:
+        acc = labels.device(df)
         outcome = np.where(ov.status == 200, "200 " + ov.device.astype(str), np.where(ov.status == 429, "429", "lost"))
-        counts = pd.Series(outcome).value_counts().reindex(["200 emulated", "200 cpu", "429", "lost"], fill_value=0)
+        counts = pd.Series(outcome).value_counts().reindex([f"200 {acc}", "200 cpu", "429", "lost"], fill_value=0)
         b.bar(range(len(counts)), counts.values, color=plotting.colors(counts.index).values())
-        b.set(xticks=range(len(counts)), xticklabels=["200 acc\n(emulated)", "200 CPU", "429", "lost"],
+        b.set(xticks=range(len(counts)), xticklabels=[f"200 acc\n({acc})", "200 CPU", "429", "lost"],
               ylabel="requests", title=f"(b) {int(ov.sent.iloc[0])} at once\n(3x max concurrency)")
         lat = np.sort(ov[ov.status == 200].latency_s.to_numpy())
-        c.plot(lat, np.arange(1, len(lat) + 1) / len(lat), "-", label="accepted requests")
+        c.plot(lat, np.arange(1, len(lat) + 1) / len(lat), "-", label="accepted: served (client side)")
+        if "predicted_s" in ov and ov[ov.status == 200].predicted_s.notna().any():
+            pr = np.sort(ov[ov.status == 200].predicted_s.dropna().to_numpy())
+            c.plot(pr, np.arange(1, len(pr) + 1) / len(pr), "--", label="accepted: predicted at admission")
         c.axvline(ov.slo_s.iloc[0], ls=":", color="0.4")
         c.set(xlabel="latency (s)", ylabel="ECDF", title=f"(c) accepted, SLO {ov.slo_s.iloc[0]:g} s")
         disp = ov.dispatch_us.dropna()
@@ -388,7 +429,9 @@ def service(inputs, out_png):
     plotting.legend_below(fig, ncol=3)
     cap = ("The service itself. (a) Batch throughput of the CPU-only service over HTTP against the bare model on the "
            "same cores and threads (repeats interleaved; dots are repeats). (b, c) Overload: 3x the fine-tuned max "
-           "concurrency sent at once (accelerator EMULATED, CPU measured): each answer is an embedding (checked against the model's own) or a 429 with "
-           "Retry-After; (c) the accepted requests' latency against the SLO. (d) The queue manager's decision time "
-           "per request against the paper's bound.")
+           f"concurrency sent at once, admission: {_admission(ov) if len(ov) else 'none'}; each answer is an "
+           "embedding (checked against the model's own) or a 429 with Retry-After; (c) the accepted requests' "
+           "latency against the SLO (and, with deadline admission, the latency predicted when each was admitted). "
+           f"(d) The queue manager's decision time per request against the paper's bound. {_acc(None, df)[1]} "
+           "The CPU instance is measured.")
     return plotting.save(fig, out_png, cap)

@@ -42,3 +42,5 @@ DISPATCH_MS = 0.1              # queue manager overhead, "less than 0.1 ms"
 FIG5_AT_500 = {1: 0, 2: 2}
 FIG6_MIN_CORES = {1: 44, 2: 36}
 PAIR_NAMES = {"v100-xeon": ("Tesla V100", "Xeon E5 2690"), "atlas-kunpeng": ("Atlas 300I DUO", "Kunpeng 920")}
+# The paper's pair a real accelerator of ours is compared with (a CUDA GPU beside an x86 CPU: V100 + Xeon)
+MEASURED_PAIR = {"cuda": "v100-xeon"}

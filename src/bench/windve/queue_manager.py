@@ -3,39 +3,75 @@ accelerator while its queue is not full, to the CPU when heterogeneous computing
 queue is not full, and is otherwise refused ('BUSY', answered by the service as HTTP 429).
 
 A queue's length counts the queries a device holds, waiting or being computed (``npu_queue_length
-+= 1`` in Algorithm 1); it drops when the answer leaves. The manager times itself per decision
-(the paper reports under 0.1 ms).
++= 1`` in Algorithm 1); it drops when the answer leaves. The depth C_max stays the paper's hard cap.
+
+With an SLO given (``slo_s``), a device must also predict that the new query completes within it, the
+running batch and the queries already waiting included (:mod:`.admission`): a device whose queue has room
+by depth but whose predicted completion misses the SLO is skipped like a full one (the CPU is then tried,
+as Algorithm 1 offloads). Each refusal says why: ``depth`` (every usable queue at C_max) or ``deadline``
+(room by depth, but no device predicted to answer in time). Without an SLO the prediction is still made (and
+reported) so the device's residuals keep learning, but only the depth decides. The manager times itself
+per decision, the prediction included (the paper reports under 0.1 ms).
 """
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 from bench.core.errors import ConfigError
 
+from .admission import Prediction
+
+# (device, queries, arrival, texts or None) -> the prediction for that device, or None when it has no law yet
+Predictor = Callable[[str, int, float, "list[str] | None"], "Prediction | None"]
+
 
 class QueueManager:
-    """Admission by Algorithm 1 over ``order`` (accelerator first) with depths ``depths``."""
+    """Admission by Algorithm 1 over ``order`` (accelerator first) with depths ``depths``; with ``slo_s``
+    and ``predict``, a device also needs a predicted completion within the SLO."""
 
-    def __init__(self, order: list[str], depths: dict[str, int], offload: bool):
+    def __init__(self, order: list[str], depths: dict[str, int], offload: bool, slo_s: float | None = None,
+                 predict: Predictor | None = None):
         check_depths(order, depths)
+        if slo_s is not None and not slo_s > 0:
+            raise ConfigError(f"slo_s must be > 0 (or null: depth only), got {slo_s!r}")
         self.order = list(order)
         self.depths = dict(depths)
         self.offload = bool(offload) and len(order) > 1
+        self.slo_s = slo_s
+        self.predict = predict
         self.length = {d: 0 for d in order}
         self.last_decision_ns = 0
+        self.last_reason: str | None = None            # why the last refusal: "depth" or "deadline"
+        self.last_prediction: Prediction | None = None  # the chosen device's prediction (None: depth only)
 
-    def admit(self, n: int = 1) -> str | None:
-        """The device that takes ``n`` queries (all on one device), or None for BUSY."""
+    def admit(self, n: int = 1, arrival: float | None = None, texts: list[str] | None = None) -> str | None:
+        """The device that takes ``n`` queries (all on one device), or None for BUSY (see ``last_reason``);
+        ``texts`` lets a device count what they cost it beyond its law."""
         t0 = time.perf_counter_ns()
-        chosen = None
-        candidates = self.order if self.offload else self.order[:1]
-        for dev in candidates:
-            if self.length[dev] + n <= self.depths[dev]:
-                self.length[dev] += n
-                chosen = dev
-                break
+        chosen, reason, self.last_prediction = self._pick(n, t0 / 1e9 if arrival is None else arrival, texts)
+        if chosen is not None:
+            self.length[chosen] += n
+        self.last_reason = reason
         self.last_decision_ns = time.perf_counter_ns() - t0
         return chosen
+
+    def refusal(self, n: int = 1, arrival: float | None = None) -> str | None:
+        """Why ``n`` queries would be refused now (``depth``/``deadline``), or None; decides nothing (the
+        service asks before reading a body, so a burst's refusals cost no parsing)."""
+        return self._pick(n, time.perf_counter() if arrival is None else arrival, None)[1]
+
+    def _pick(self, n: int, arrival: float, texts) -> tuple[str | None, str | None, Prediction | None]:
+        reason = "depth"
+        for dev in (self.order if self.offload else self.order[:1]):
+            if self.length[dev] + n > self.depths[dev]:
+                continue
+            p = self.predict(dev, n, arrival, texts) if self.predict is not None else None
+            if self.slo_s is not None and p is not None and not p.ok:
+                reason = "deadline"
+                continue
+            return dev, None, p
+        return None, reason, None
 
     def full(self) -> bool:
         """True when no queue Algorithm 1 may use has room for even one query (BUSY before parsing)."""

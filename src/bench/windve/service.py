@@ -1,43 +1,43 @@
-"""The WindVE embedding service (Figure 3 B) as an aiohttp app on 127.0.0.1.
+"""The WindVE embedding service (Figure 3 B): device instances behind the queue manager (Algorithm 1).
 
-aiohttp, because one well-kept asyncio library gives both the server and the load generator's client
-(no ASGI server process model to configure, no second HTTP stack in the measurements).
+:class:`EmbeddingService` holds one instance per planned device (the detector's plan, Section IV-C: a
+CUDA GPU when there is one, measured; the emulated accelerator only without one or on request), the queue
+manager with the depths (C_max per device, Section IV-B) and, when an SLO is set, deadline admission
+(:mod:`.admission`); it warms every instance before it says ready (:mod:`.warmup`). The HTTP layer, shaped
+like text-embeddings-inference, is :mod:`.app`.
 
-Endpoints shaped like text-embeddings-inference (TEI), which people already run:
-- ``POST /embed``: ``{"inputs": str | [str], "normalize": true, "truncate": false}`` -> ``[[float]]``;
-- ``POST /v1/embeddings``: OpenAI-compatible (``input``, ``model``, ``encoding_format``);
-- ``GET /health``: 200 while every device instance runs, else 503;
-- ``GET /metrics``: Prometheus text (:mod:`.metrics`);
-- ``GET /info`` and ``POST /admin/config``: the configuration, and a benchmark control that changes
-  depths, offload, active devices, the emulated law or the CPU cores while the service is idle (so a
-  measurement sweeps configurations without reloading the model; bound to 127.0.0.1 only).
-
-Errors as TEI answers them: 422 for invalid input (empty input, non-string, batch over the client
-limit), 413 for a text beyond the model's max tokens without ``truncate``, 400 for a body that is not
-JSON, 429 with ``Retry-After`` when the queue manager says BUSY (TEI refuses overload at once with
-429: the client may retry elsewhere or later, and no request waits unbounded), 503 when unhealthy.
-Each answer carries ``x-device``, ``x-source`` (measured/emulated), queue, compute and dispatch times.
+A benchmark control (``reconfigure``, ``POST /admin/config``) changes depths, offload, active devices, the
+SLO, the emulated law or the CPU cores while the service is idle, so a measurement sweeps configurations
+without reloading the model.
 """
 from __future__ import annotations
 
-import base64
-import json
+import asyncio
+import contextlib
+import dataclasses
 import time
 
 import numpy as np
-from aiohttp import web
 
 from bench.core.errors import ConfigError
 
-from . import detector, emulation, estimator
+from . import admission, detector, emulation, estimator, warmup
 from .instances import EmulatedAccelerator, Instance, TorchInstance
 from .metrics import Metrics
-from .model import Encoder, normalize
+from .model import Encoder
 from .queue_manager import QueueManager
 from .settings import ServiceConfig
 from .textgen import exact_length_texts
 
-SERVICE_KEY = web.AppKey("windve_service", object)
+
+@dataclasses.dataclass
+class Embedded:
+    """An accepted request's embeddings, response headers, device, and its batch's predicted end."""
+
+    vectors: np.ndarray
+    headers: dict
+    device: str
+    predicted_finish: float | None = None
 
 
 class RequestError(Exception):
@@ -59,12 +59,20 @@ class EmbeddingService:
         self.encoder = encoder or Encoder(cfg.model_path)
         self.metrics = Metrics()
         self.instances: dict[str, Instance] = {d: self._make_instance(d) for d in self.plan.devices}
+        for inst in self.instances.values():
+            inst.on_batch = self.metrics.batch_done
         self.active = list(self.plan.devices)
         self.depths = {d: (cfg.cpu_depth if d == "cpu" else cfg.acc_depth) for d in self.plan.devices}
         self.offload = self.plan.heterogeneous
-        self.manager = QueueManager(self.active, self.depths, self.offload)
+        self.slo_s = cfg.slo_s
+        self.manager = self._manager(self.active, self.depths, self.offload, self.slo_s)
         if cfg.slo_s is not None and "cpu" in self.active and self.offload:
             self.check_cpu_meets_slo(cfg.slo_s)
+        self.ready = False                  # every instance warm (/health 200)
+        self.warm_error: str | None = None  # the warm-up failed: /health says so, ``serve`` exits
+        self._warm_texts: list[str] = []
+        self.warm_task: asyncio.Task | None = None
+        self._warm_lock = asyncio.Lock()
         self._publish_config()
 
     # -- construction -------------------------------------------------------------------------
@@ -82,8 +90,23 @@ class EmbeddingService:
             return EmulatedAccelerator("emulated", self.encoder.copy_to("cpu"), self._emulated_law(),
                                        batch_delay_s=delay, max_batch=self.cfg.max_batch)
         if dev == "cuda":  # pragma: no cover - CUDA machines only
-            return TorchInstance("cuda", self.encoder.copy_to("cuda"), batch_delay_s=delay, max_batch=self.cfg.max_batch)
+            return TorchInstance("cuda", self.encoder.copy_to("cuda"), threads=None, batch_delay_s=delay,
+                                 max_batch=self.cfg.max_batch)
         raise ConfigError(f"no instance type for device {dev!r}")  # pragma: no cover - NPU needs torch_npu
+
+    def _manager(self, order, depths, offload, slo_s) -> QueueManager:
+        return QueueManager([d for d in self.plan.devices if d in order], depths, offload, slo_s, self._predict)
+
+    def _predict(self, dev: str, n: int, arrival: float, texts: list[str] | None = None) -> admission.Prediction | None:
+        """When ``n`` new queries (``texts``, when known) on ``dev`` would complete (None: no law yet)."""
+        inst = self.instances[dev]
+        law = inst.admission_law()
+        if law is None:
+            return None
+        slo = self.manager.slo_s if self.manager.slo_s is not None else float("inf")   # no SLO: predicted only
+        return admission.predict(inst.backlog(), n, arrival, time.perf_counter(), law.latency, slo,
+                                 inst.batch_delay_s, inst.max_batch, margin=inst.residuals.margin(cap=slo / 2),
+                                 extra_s=inst.extra_s(texts) if texts else 0.0)
 
     def _emulated_law(self) -> emulation.LinearLaw:
         if self.cfg.emulated_alpha is not None:
@@ -138,13 +161,44 @@ class EmbeddingService:
         for inst in self.instances.values():
             inst.start()
 
+    def start_warmup(self) -> asyncio.Task:
+        """Warm every instance in the background (the server already answers /health with 503)."""
+        self.warm_task = asyncio.get_running_loop().create_task(self.warm(), name="windve-warmup")
+        return self.warm_task
+
+    async def warm(self) -> None:
+        """Run each instance's warm batches not yet run (:mod:`.warmup`); ready once all are warm."""
+        async with self._warm_lock:
+            self.ready = False
+            self.metrics.ready.set(0)
+            try:
+                for dev, inst in self.instances.items():
+                    await warmup.warm(inst, self.depths[dev], self._texts)
+            except Exception as exc:  # noqa: BLE001 - reported by /health and ``serve``, not swallowed
+                self.warm_error = f"warm-up failed: {type(exc).__name__}: {exc}"
+                raise
+            self.ready = True
+            self.metrics.ready.set(1)
+
+    def _texts(self, k: int) -> list[str]:
+        """``k`` warm-up queries of the calibration length."""
+        if len(self._warm_texts) < k:
+            self._warm_texts = exact_length_texts(self.encoder.tokenizer, max(k, 8), self.cfg.calibration_tokens,
+                                                  seed=12345)
+        return self._warm_texts[:k]
+
     async def stop(self) -> None:
+        if self.warm_task is not None and not self.warm_task.done():
+            self.warm_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self.warm_task
         for inst in self.instances.values():
             await inst.stop()
 
     @property
     def healthy(self) -> bool:
-        return all(self.instances[d].running for d in self.active)
+        """Ready (every instance warm) and every active instance running."""
+        return self.ready and all(self.instances[d].running for d in self.active)
 
     def _publish_config(self) -> None:
         m = self.metrics
@@ -152,6 +206,7 @@ class EmbeddingService:
             m.device_info.labels(d, inst.kind, inst.source).set(1)
             m.queue_depth.labels(d).set(self.depths[d] if d in self.active else 0)
             m.queue_size.labels(d).set(self.manager.length.get(d, 0))
+        m.slo.set(self.slo_s or 0)
 
     def info(self) -> dict:
         law = getattr(self.instances.get("emulated"), "law", None)
@@ -160,14 +215,37 @@ class EmbeddingService:
                 "devices": list(self.plan.devices), "active": self.active, "depths": self.depths,
                 "offload": self.manager.offload, "plan_reason": self.plan.reason,
                 "sources": {d: i.source for d, i in self.instances.items()},
+                "accelerator": self.plan.accelerator, "device_names": self.device_names(),
+                "ready": self.ready, "slo_s": self.slo_s, "admission": "depth" if self.slo_s is None else "depth+deadline",
+                "laws": {d: _law_dict(i.admission_law()) for d, i in self.instances.items()},
+                "warmed": {d: sorted(i.warmed) for d, i in self.instances.items()},
                 "emulated_pair": self.cfg.emulate,
-                "emulated_law": None if law is None else {"alpha": law.alpha, "beta": law.beta},
+                "emulated_law": _law_dict(law),
                 "cpu_threads": getattr(cpu, "threads", None), "cpu_cores": list(getattr(cpu, "cores", None) or []),
                 "framework_cores": list(getattr(self, "pinned", ())),
                 "batch_delay_ms": self.cfg.batch_delay_ms, "max_client_batch_size": self.cfg.max_client_batch_size}
 
+    def device_names(self) -> dict[str, str]:
+        """What each instance runs on: the CPU's model, the GPU's name, or the emulated pair."""
+        from bench.core import devices
+
+        out = {}
+        for d in self.instances:
+            if d == "cpu":
+                out[d] = devices.cpu_model()
+            elif d == "emulated":
+                out[d] = f"emulated ({self.cfg.emulate})"
+            elif d == "cuda":  # pragma: no cover - CUDA machines only
+                import torch
+
+                out[d] = torch.cuda.get_device_name(0)
+            else:  # pragma: no cover - NPU
+                out[d] = d
+        return out
+
     # -- serving ------------------------------------------------------------------------------
-    def validate_texts(self, texts, truncate: bool, field: str) -> list[str]:
+    def validate_texts(self, texts, field: str) -> list[str]:
+        """Types, emptiness and the client batch limit (422); token lengths come after admission."""
         if isinstance(texts, str):
             texts = [texts]
         if not isinstance(texts, list):
@@ -182,8 +260,6 @@ class EmbeddingService:
                 raise RequestError(422, "validation", f"`{field}[{i}]` must be a string, got {type(t).__name__}")
             if not t:
                 raise RequestError(422, "validation", f"`{field}[{i}]` cannot be an empty string")
-        if not truncate:
-            self._check_lengths(texts)
         return texts
 
     def _check_lengths(self, texts: list[str]) -> None:
@@ -197,41 +273,72 @@ class EmbeddingService:
                     raise RequestError(413, "validation", f"input {i} has {n} tokens; the model takes at most "
                                                           f"{limit} (set `truncate: true` to cut it)")
 
-    async def embed(self, texts: list[str]) -> tuple[np.ndarray, dict]:
-        """Algorithm 1 then the chosen device's instance; raises RequestError(429) on BUSY."""
+    async def embed(self, texts: list[str], arrival: float | None = None,
+                    truncate: bool = True) -> "Embedded":
+        """Algorithm 1 (with deadline admission when an SLO is set) then the chosen device's instance;
+        raises RequestError(429) on BUSY. ``arrival``: when the request reached the service. As TEI, the
+        overload check comes before tokenising: a refused request costs no tokenizer time (without
+        ``truncate``, a text over the model's tokens is then refused with 413)."""
         n = len(texts)
-        dev = self.manager.admit(n)
+        arrival = time.perf_counter() if arrival is None else arrival
+        dev = self.manager.admit(n, arrival, texts)
         self.metrics.dispatch.observe(self.manager.last_decision_ns / 1e9)
         if dev is None:
-            self.metrics.rejected.inc()
-            raise RequestError(429, "overloaded", "model is overloaded: every device queue is full",
-                               headers={"Retry-After": "1"})
+            raise self.busy(self.manager.last_reason)
+        pred = self.manager.last_prediction
+        if not truncate:
+            try:
+                self._check_lengths(texts)
+            except RequestError:
+                self.manager.release(dev, n)
+                raise
         t0 = time.perf_counter()
         self.metrics.accepted.labels(dev).inc()
+        if pred is not None:
+            self.metrics.predicted.labels(dev).observe(pred.latency)
         if dev == "cpu" and self.manager.order[0] != "cpu":
             self.metrics.offloaded.inc()
         self.metrics.queue_size.labels(dev).set(self.manager.length[dev])
         try:
-            ans = await self.instances[dev].submit(texts)
+            ans = await self.instances[dev].submit(texts, arrival, None if pred is None else pred.finish)
         finally:
             self.manager.release(dev, n)
             self.metrics.queue_size.labels(dev).set(self.manager.length[dev])
         inst = self.instances[dev]
         self.metrics.latency.labels(dev).observe(time.perf_counter() - t0)
-        self.metrics.batch.labels(dev).observe(ans.batch_size)
+        self.metrics.queue_time.labels(dev).observe(ans.queue_s)
+        self.metrics.inference_time.labels(dev).observe(ans.compute_s)
         if isinstance(inst, EmulatedAccelerator):
             self.metrics.overruns.labels(dev).set(inst.overruns)
         headers = {"x-device": dev, "x-source": inst.source, "x-queue-time": f"{ans.queue_s * 1e3:.3f}",
                    "x-compute-time": f"{ans.compute_s * 1e3:.3f}", "x-batch-size": str(ans.batch_size),
                    "x-dispatch-us": f"{self.manager.last_decision_ns / 1e3:.2f}"}
-        return ans.vectors, headers
+        if pred is not None:
+            headers["x-predicted-time"] = f"{pred.latency * 1e3:.3f}"
+            headers["x-predicted-margin"] = f"{pred.margin * 1e3:.3f}"
+        return Embedded(ans.vectors, headers, dev, ans.predicted_finish)
+
+    def answered(self, e: "Embedded") -> None:
+        """The response of ``e`` is built: what the law missed (answered vs the batch's predicted end, the
+        event loop's turn to serialise included) goes into the device's residuals (:mod:`.admission`)."""
+        if e.predicted_finish is not None:
+            self.instances[e.device].residuals.add(time.perf_counter(), e.predicted_finish)
+
+    def busy(self, reason: str | None) -> "RequestError":
+        """The 429 of a BUSY decision (counted once, by the HTTP layer, as overloaded), with its rule."""
+        reason = reason or "depth"
+        self.metrics.refused.labels(reason).inc()
+        msg = ("model is overloaded: every device queue is full" if reason == "depth" else
+               f"model is overloaded: no device is predicted to answer within the SLO ({self.slo_s:g} s)")
+        return RequestError(429, "overloaded", msg, headers={"Retry-After": "1", "x-refused-by": reason})
 
     # -- benchmark control --------------------------------------------------------------------
     def reconfigure(self, body: dict) -> None:
         """Apply ``/admin/config`` while idle: depths, offload, active devices, emulated law, CPU cores."""
         if any(self.manager.length.values()):
             raise RequestError(409, "busy", "reconfigure only while no request is in flight")
-        allowed = {"depths", "offload", "active", "emulated_law", "cpu_threads", "reverse_cores", "batch_delay_ms"}
+        allowed = {"depths", "offload", "active", "emulated_law", "cpu_threads", "reverse_cores", "batch_delay_ms",
+                   "slo_s"}
         unknown = set(body) - allowed
         if unknown:
             raise RequestError(422, "validation", f"unknown key(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
@@ -246,8 +353,10 @@ class EmbeddingService:
         if not active or any(d not in self.plan.devices for d in active):
             raise ConfigError(f"active devices must be a non-empty subset of {list(self.plan.devices)}, got {active}")
         depths = {**self.depths, **body.get("depths", {})}
-        manager = QueueManager([d for d in self.plan.devices if d in active], depths,
-                               bool(body.get("offload", self.offload)))
+        slo = body.get("slo_s", self.slo_s)
+        if slo is not None and (isinstance(slo, bool) or not isinstance(slo, (int, float))):
+            raise ConfigError(f"slo_s must be a number of seconds > 0 or null, got {slo!r}")
+        manager = self._manager(active, depths, bool(body.get("offload", self.offload)), slo)
         if "emulated_law" in body:
             law = emulation.LinearLaw(float(body["emulated_law"]["alpha"]), float(body["emulated_law"]["beta"]))
             if "emulated" not in self.instances:
@@ -259,6 +368,7 @@ class EmbeddingService:
             for inst in self.instances.values():
                 inst.batch_delay_s = float(body["batch_delay_ms"]) / 1000.0
         self.active, self.depths, self.offload, self.manager = active, depths, manager.offload, manager
+        self.slo_s = manager.slo_s
 
     def _set_cpu(self, threads: int, reverse: bool | None) -> None:
         cpu = self.instances.get("cpu")
@@ -275,122 +385,7 @@ class EmbeddingService:
             os.sched_setaffinity(0, set(self.pinned))
 
 
-# -- HTTP layer --------------------------------------------------------------------------------
-def _error(exc: RequestError) -> web.Response:
-    return web.json_response({"error": str(exc), "error_type": exc.error_type}, status=exc.status, headers=exc.headers)
 
 
-async def _json_body(request: web.Request) -> dict:
-    try:
-        body = await request.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise RequestError(400, "validation", "request body is not valid JSON") from None
-    if not isinstance(body, dict):
-        raise RequestError(422, "validation", "request body must be a JSON object")
-    return body
-
-
-def _flag(body: dict, key: str, default: bool) -> bool:
-    v = body.get(key, default)
-    if not isinstance(v, bool):
-        raise RequestError(422, "validation", f"`{key}` must be true or false")
-    return v
-
-
-def _busy(svc: "EmbeddingService") -> web.Response | None:
-    """429 at once, before reading the body, when every queue is full (overload costs little)."""
-    if not svc.manager.full():
-        return None
-    svc.metrics.rejected.inc()
-    return _error(RequestError(429, "overloaded", "model is overloaded: every device queue is full",
-                               headers={"Retry-After": "1"}))
-
-
-async def handle_embed(request: web.Request) -> web.Response:
-    svc: EmbeddingService = request.app[SERVICE_KEY]
-    if (busy := _busy(svc)) is not None:
-        return busy
-    try:
-        body = await _json_body(request)
-        if "inputs" not in body:
-            raise RequestError(422, "validation", "missing field `inputs`")
-        norm = _flag(body, "normalize", True)
-        texts = svc.validate_texts(body["inputs"], _flag(body, "truncate", False), "inputs")
-        vecs, headers = await svc.embed(texts)
-    except RequestError as exc:
-        svc.metrics.errors.labels(str(exc.status)).inc()
-        return _error(exc)
-    if norm:
-        vecs = normalize(vecs)
-    return web.Response(text=json.dumps(vecs.tolist()), content_type="application/json", headers=headers)
-
-
-async def handle_openai(request: web.Request) -> web.Response:
-    svc: EmbeddingService = request.app[SERVICE_KEY]
-    if (busy := _busy(svc)) is not None:
-        return busy
-    try:
-        body = await _json_body(request)
-        if "input" not in body:
-            raise RequestError(422, "validation", "missing field `input`")
-        fmt = body.get("encoding_format", "float")
-        if fmt not in ("float", "base64"):
-            raise RequestError(422, "validation", "`encoding_format` must be 'float' or 'base64'")
-        texts = svc.validate_texts(body["input"], False, "input")
-        vecs, headers = await svc.embed(texts)
-    except RequestError as exc:
-        svc.metrics.errors.labels(str(exc.status)).inc()
-        return _error(exc)
-    vecs = normalize(vecs).astype(np.float32)
-    tokens = sum(svc.encoder.count_tokens(texts))
-    data = [{"object": "embedding", "index": i,
-             "embedding": base64.b64encode(v.tobytes()).decode() if fmt == "base64" else v.tolist()}
-            for i, v in enumerate(vecs)]
-    out = {"object": "list", "data": data, "model": body.get("model") or svc.encoder.path,
-           "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
-    return web.json_response(out, headers=headers)
-
-
-async def handle_health(request: web.Request) -> web.Response:
-    svc: EmbeddingService = request.app[SERVICE_KEY]
-    if svc.healthy:
-        return web.json_response({"status": "ok"})
-    return web.json_response({"status": "unhealthy", "error_type": "unhealthy"}, status=503)
-
-
-async def handle_metrics(request: web.Request) -> web.Response:
-    svc: EmbeddingService = request.app[SERVICE_KEY]
-    return web.Response(body=svc.metrics.render(), headers={"Content-Type": "text/plain; version=0.0.4"})
-
-
-async def handle_info(request: web.Request) -> web.Response:
-    return web.json_response(request.app[SERVICE_KEY].info())
-
-
-async def handle_admin(request: web.Request) -> web.Response:
-    svc: EmbeddingService = request.app[SERVICE_KEY]
-    try:
-        svc.reconfigure(await _json_body(request))
-    except RequestError as exc:
-        return _error(exc)
-    return web.json_response(svc.info())
-
-
-def make_app(svc: EmbeddingService) -> web.Application:
-    """The aiohttp application; instances start with the app and stop with its cleanup."""
-    app = web.Application(client_max_size=8 * 1024 * 1024)
-    app[SERVICE_KEY] = svc
-
-    async def lifecycle(app):
-        await svc.start()
-        yield
-        await svc.stop()
-
-    app.cleanup_ctx.append(lifecycle)
-    app.router.add_post("/embed", handle_embed)
-    app.router.add_post("/v1/embeddings", handle_openai)
-    app.router.add_get("/health", handle_health)
-    app.router.add_get("/metrics", handle_metrics)
-    app.router.add_get("/info", handle_info)
-    app.router.add_post("/admin/config", handle_admin)
-    return app
+def _law_dict(law: emulation.LinearLaw | None) -> dict | None:
+    return None if law is None else {"alpha": law.alpha, "beta": law.beta}

@@ -28,7 +28,7 @@ class ServiceConfig:
     batch_delay_ms: float = 5.0           # infinity's batching delay
     max_batch: int | None = None          # None: a batch takes all its queue holds
     max_client_batch_size: int = 32       # TEI's --max-client-batch-size
-    slo_s: float | None = None            # when set with offload on: equation 11 is checked at start
+    slo_s: float | None = None            # deadline admission (:mod:`.admission`); with offload on, eq. 11 at start
 
     def check(self) -> "ServiceConfig":
         """Raise ConfigError naming the first bad value."""

@@ -1,6 +1,13 @@
-"""Shared pieces of the WindVE steps: the service child process of a step, the query pools, and the
-paper's closed loop at one concurrency (Section V-A3: C queries at once, the next batch only when all
-have answered; the SLO is met when every query of the batch finished within it)."""
+"""Shared pieces of the WindVE steps: which accelerator a step measures, the service child process of a
+step, the query pools, and the paper's closed loop at one concurrency (Section V-A3: C queries at once,
+the next batch only when all have answered; the SLO is met when every query of the batch finished
+within it).
+
+The accelerator (profile key ``windve.accelerator``): ``auto`` (default) measures the CUDA GPU where there
+is one, the paper's setting (GPU instance + CPU offload), and emulates one only where there is none;
+``emulated`` asks for the emulated accelerator even beside a GPU (the service's ``--prefer-emulated``);
+``cuda`` requires the GPU (a configuration error without one). A measured GPU stands for the paper's GPU
+pair (:data:`MEASURED_PAIR`); its rows say ``source=measured``."""
 from __future__ import annotations
 
 import contextlib
@@ -8,37 +15,88 @@ import time
 
 import numpy as np
 
-from bench.core.errors import ConfigError
+from bench.core import devices
+from bench.core.errors import BenchError, ConfigError
 
 from .. import client
+from ..paper_values import MEASURED_PAIR
 from ..settings import free_port
 from ..textgen import exact_length_texts
 
 PLACEHOLDER_LAW = (0.001, 0.0)   # emulated law until the CPU fit of this run sets the real one
 
 
-@contextlib.contextmanager
-def service(params: dict, pair: str | None, *, offload: bool = True, extra: list[str] | None = None,
-            meanwhile=None):
-    """``bench windve serve`` on a free 127.0.0.1 port for one step; stopped on exit, also on failure.
-    ``meanwhile()`` runs while the service loads its model (before /health is awaited)."""
+def resolve_accelerator(params: dict) -> str:
+    """``cuda`` or ``emulated``: what the step's service will run as its accelerator instance."""
+    want = params.get("accelerator", "auto")
+    if want not in ("auto", "emulated", "cuda"):
+        raise ConfigError(f"windve.accelerator must be auto, emulated or cuda, got {want!r}")
+    has_gpu = devices.cuda_available()
+    if want == "cuda" and not has_gpu:
+        raise ConfigError("windve.accelerator is 'cuda' but no CUDA GPU is usable here; use 'auto' (the GPU where "
+                          "there is one, else emulated) or 'emulated'")
+    return "cuda" if has_gpu and want != "emulated" else "emulated"
+
+
+def source_of(device: str) -> str:
+    return "emulated" if device == "emulated" else "measured"
+
+
+def run_pairs(params: dict, acc: str, key: str = "pairs") -> list[str]:
+    """The paper pairs a step runs: each emulated pair of the profile, or the one pair a real accelerator
+    stands for (the others need their hardware)."""
+    if acc == "emulated":
+        return list(params.get(key) or params["pairs"])
+    return [MEASURED_PAIR[acc]]
+
+
+def accelerator_words(acc: str, info: dict) -> str:
+    """The method's sentence on the accelerator a step ran."""
+    if acc == "emulated":
+        return ("The accelerator is EMULATED (no GPU here, or asked for): its law is this run's CPU fit times the "
+                "pair's paper ratios (alpha 0.21 / 0.12; beta 0.27/0.32, 0.24/0.85); it answers with the real "
+                "model's embeddings.")
+    return (f"The accelerator is the {acc.upper()} device {info['device_names'].get(acc, acc)}, MEASURED (the "
+            f"paper's setting: GPU instance + CPU offload), compared with the paper's {MEASURED_PAIR[acc]} pair.")
+
+
+def service_args(params: dict, pair: str | None, offload: bool = True) -> list[str]:
+    """The ``bench windve serve`` arguments of a step; ``--prefer-emulated`` only when the profile asks
+    for the emulated accelerator (``--emulate`` alone is the fallback where no GPU is found)."""
     args = ["--calibration-tokens", str(params["query_tokens"]), "--batch-delay-ms", str(params["batch_delay_ms"]),
             "--acc-depth", "1", "--cpu-depth", "1", "--max-client-batch-size", "32"]
     if pair:
-        args += ["--emulate", pair, "--prefer-emulated", "--emulated-alpha", str(PLACEHOLDER_LAW[0]),
+        args += ["--emulate", pair, "--emulated-alpha", str(PLACEHOLDER_LAW[0]),
                  "--emulated-beta", str(PLACEHOLDER_LAW[1])]
+        if params.get("accelerator", "auto") == "emulated":
+            args.append("--prefer-emulated")
     if params.get("cpu_instance_threads"):
         args += ["--cpu-threads", str(params["cpu_instance_threads"])]
     if params.get("model"):
         args += ["--model", params["model"]]
     if not offload:
         args.append("--no-offload")
-    svc = client.ServiceProcess(args + (extra or []), free_port(), start_timeout_s=params["start_timeout_s"])
+    return args
+
+
+@contextlib.contextmanager
+def service(params: dict, pair: str | None, *, offload: bool = True, extra: list[str] | None = None,
+            meanwhile=None):
+    """``bench windve serve`` on a free 127.0.0.1 port for one step; stopped on exit, also on failure.
+    ``meanwhile()`` runs while the service loads its model and warms up (before /health is awaited).
+    The service's accelerator must be the one :func:`resolve_accelerator` expects (``svc.accelerator``)."""
+    acc = resolve_accelerator(params)
+    svc = client.ServiceProcess(service_args(params, pair, offload) + (extra or []), free_port(),
+                                start_timeout_s=params["start_timeout_s"])
     try:
         svc.start()
         if meanwhile is not None:
             meanwhile()
         svc.wait_healthy()
+        got = svc.admin()["accelerator"]
+        if got != acc:
+            raise BenchError(f"windve service runs accelerator {got!r}, the step expected {acc!r}:\n{svc.log_tail()}")
+        svc.accelerator = acc
         yield svc
     finally:
         svc.stop()

@@ -3,8 +3,14 @@ accelerator + CPU offload, depths fine-tuned with both devices running, Section 
 case, CPU utilisation with and without offload, the queue manager's own time, and the service's
 throughput against the bare model's on the same cores.
 
-Starts from the regression depths of the ``profile`` records. The accelerator is emulated (its law from
-the profile's CPU fit and the pair's paper ratios): its rows say ``source=emulated``.
+Starts from the regression depths of the ``profile`` records. The accelerator is the one the service runs
+(``svc.accelerator``): the CUDA GPU where there is one (rows ``source=measured``, ``accelerator=cuda``),
+else the emulated one (its law from the profile's CPU fit and the pair's paper ratios; ``source=emulated``).
+Depth columns are ``depth_acc`` and ``depth_cpu`` whichever the accelerator.
+
+Admission: Tables I/II and the utilisation rounds use the paper's Algorithm 1 alone (depth only: the
+depths are what is being measured); the overload case and the open loop run the service as deployed,
+with deadline admission at the SLO (:mod:`..admission`), recorded in the ``admission`` column.
 """
 from __future__ import annotations
 
@@ -17,7 +23,12 @@ import psutil
 from bench.core.loadgen import CpuMeter
 
 from .. import client, emulation, estimator
-from .common import closed_level, level_stat
+from .common import closed_level, level_stat, run_pairs, source_of
+
+
+def depth_cols(depths: dict[str, int]) -> dict[str, int]:
+    """``{device: depth}`` as record columns ``depth_acc`` / ``depth_cpu``."""
+    return {f"depth_{'cpu' if d == 'cpu' else 'acc'}": v for d, v in depths.items()}
 
 
 def profile_depths(df: pd.DataFrame) -> tuple[dict, dict]:
@@ -38,7 +49,7 @@ class Tuner:
         self.svc.admin(depths=depths)
         got = await closed_level(self.sess, self.svc.url, self.pool, sum(depths.values()), self.p["rounds"], 0)
         for r in got:
-            self.rows.append({"kind": "round", **self.tags, **r, **{f"depth_{k}": v for k, v in depths.items()}})
+            self.rows.append({"kind": "round", **self.tags, **r, **depth_cols(depths)})
         return {dev: level_stat(got, f"latency_max_{dev}_s") if all(r[f"n_{dev}"] for r in got) else float("inf")
                 for dev in depths}
 
@@ -57,21 +68,23 @@ def bounds(rows: list[dict], tags: dict, slo: float) -> tuple[int, int]:
 
 async def tables(svc, sess, p, pool, fit, depths, rows) -> dict:
     """Per pair and SLO: fine-tuned accelerator-only depth, then both devices with offload."""
-    final = {}
-    for pair in p["serving_pairs"] or p["pairs"]:
-        svc.admin(emulated_law=vars(emulation.emulated_law(fit["alpha"], fit["beta"], pair)))
+    final, acc = {}, svc.accelerator
+    for pair in run_pairs(p, acc, "serving_pairs"):
+        if acc == "emulated":
+            svc.admin(emulated_law=vars(emulation.emulated_law(fit["alpha"], fit["beta"], pair)))
         for slo in p["slos_s"]:
             for config in ("accelerator_only", "offload"):
-                tags = {"pair": pair, "slo_s": slo, "config": config, "source": "emulated"}
-                devs = ["emulated"] if config == "accelerator_only" else ["emulated", "cpu"]
-                svc.admin(active=devs, offload=config == "offload")
-                start = {"emulated": final.get((pair, slo, "accelerator_only"), {}).get("emulated")
-                         or max(1, depths[("emulated", pair, slo)])}
+                tags = {"pair": pair, "slo_s": slo, "config": config, "accelerator": acc, "source": source_of(acc),
+                        "admission": "depth"}
+                devs = [acc] if config == "accelerator_only" else [acc, "cpu"]
+                svc.admin(active=devs, offload=config == "offload", slo_s=None)
+                start = {acc: final.get((pair, slo, "accelerator_only"), {}).get(acc)
+                         or max(1, depths[(acc, pair, slo)])}
                 if config == "offload":
                     start["cpu"] = depths.get(("cpu", "", slo), 0)
                     if start["cpu"] < 1:
-                        rows.append({"kind": "maxconc", **tags, "cannot_help": True, "depth_emulated": start["emulated"],
-                                     "depth_cpu": 0, "total": start["emulated"], "runs": 0})
+                        rows.append({"kind": "maxconc", **tags, "cannot_help": True, "depth_acc": start[acc],
+                                     "depth_cpu": 0, "total": start[acc], "runs": 0})
                         continue
                 tuner = Tuner(svc, sess, pool, p, rows, tags)
                 s = await estimator.fine_tune(tuner.measure, start, slo, step=p["fine_tune_step"],
@@ -80,38 +93,39 @@ async def tables(svc, sess, p, pool, fit, depths, rows) -> dict:
                 final[(pair, slo, config)] = s.depths
                 rows.append({"kind": "maxconc", **tags, "cannot_help": False, "total": s.depth, "runs": s.runs,
                              "converged": s.converged,
-                             "total_low": low, "total_high": high,
-                             **{f"depth_{k}": v for k, v in s.depths.items()}})
+                             "total_low": low, "total_high": high, **depth_cols(s.depths)})
     return final
 
 
 async def utilisation(svc, sess, p, pool, final, rows) -> None:
     """The service process's CPU use per closed round at the fine-tuned depths, without and with offload
     (CPU seconds over the round's wall time; the paper's "average CPU utilisation")."""
-    pair, slo = (p["serving_pairs"] or p["pairs"])[0], max(p["slos_s"])
+    pair, slo = run_pairs(p, svc.accelerator, "serving_pairs")[0], max(p["slos_s"])
     proc = psutil.Process(svc.proc.pid)
     cores = svc.admin()["cpu_cores"]
     for config in ("accelerator_only", "offload"):
         depths = final.get((pair, slo, config))
         if not depths:
             continue
-        svc.admin(active=list(depths), offload=config == "offload", depths=depths)
+        svc.admin(active=list(depths), offload=config == "offload", depths=depths, slo_s=None)
         for r in range(p["rounds"]):
             t0, meter = proc.cpu_times(), CpuMeter().start()
             got = (await closed_level(sess, svc.url, pool, sum(depths.values()), 1, 0))[0]
             t1, gen = proc.cpu_times(), meter.stop()
             used = (t1.user + t1.system) - (t0.user + t0.system)
-            rows.append({"kind": "util", "pair": pair, "slo_s": slo, "config": config, "round": r, "source": "emulated",
+            rows.append({"kind": "util", "pair": pair, "slo_s": slo, "config": config, "round": r,
+                         "accelerator": svc.accelerator, "source": source_of(svc.accelerator), "admission": "depth",
                          "service_cpu_s": used, "served": got["n_ok"], "service_cores": used / gen["loadgen_wall_s"],
                          "machine_cores": psutil.cpu_count(), "cpu_instance_cores": ",".join(map(str, cores)),
                          **{k: v for k, v in gen.items() if k != "loadgen_pid"}})
 
 
 async def overload(svc, sess, p, pool, refs, final, rows) -> None:
-    """``overload_factor`` x the fine-tuned max concurrency at once: each answer an embedding or a 429."""
-    pair, slo = (p["serving_pairs"] or p["pairs"])[0], max(p["slos_s"])
+    """``overload_factor`` x the fine-tuned max concurrency at once, with deadline admission at the SLO:
+    each answer an embedding (predicted and, the target, served within the SLO) or a 429."""
+    pair, slo = run_pairs(p, svc.accelerator, "serving_pairs")[0], max(p["slos_s"])
     depths = final.get((pair, slo, "offload")) or final[(pair, slo, "accelerator_only")]
-    svc.admin(active=list(depths), offload=len(depths) > 1, depths=depths)
+    svc.admin(active=list(depths), offload=len(depths) > 1, depths=depths, slo_s=slo)
     n = p["overload_factor"] * sum(depths.values())
     for r in range(p["rounds"]):
         texts = client.round_texts(pool, n, r * n)
@@ -121,9 +135,12 @@ async def overload(svc, sess, p, pool, refs, final, rows) -> None:
             rows.append({"kind": "overload", "pair": pair, "slo_s": slo, "round": r, "request": i, "sent": n,
                          "max_concurrency": sum(depths.values()), "status": x["status"], "device": x["device"],
                          "latency_s": x["latency_s"], "cosine": cos, "dispatch_us": x["dispatch_us"],
-                         "retry_after": x["retry_after"] or "", "source": "emulated" if x["device"] == "emulated" else "measured"})
-    health = svc.admin()   # the service still answers
-    rows.append({"kind": "overload_health", "pair": pair, "slo_s": slo, "healthy": bool(health), "source": "measured"})
+                         "retry_after": x["retry_after"] or "", "predicted_s": x["predicted_s"],
+                         "refused_by": x["refused_by"], "admission": "depth+deadline", "accelerator": svc.accelerator,
+                         "source": source_of(x["device"]) if x["device"] else source_of(svc.accelerator)})
+    health = svc.admin(slo_s=None)   # the service still answers
+    rows.append({"kind": "overload_health", "pair": pair, "slo_s": slo, "healthy": bool(health["ready"]),
+                 "source": "measured"})
 
 
 async def overhead(svc, sess, p, pool, encoder) -> list[dict]:

@@ -5,7 +5,8 @@ capacity (its max concurrency per SLO); each request is sent at its intended tim
 earlier ones, latency counted from the intended send time (no coordinated omission), percentiles from
 an HDR histogram (:mod:`bench.core.loadgen`). Per run: goodput (answers within the SLO per second), the
 shares served by the accelerator, offloaded to the CPU and refused, and the CPU the service process and
-the load generator used.
+the load generator used. The service runs as deployed: deadline admission at the SLO (``admission``
+column), the accelerator the one it found (``accelerator``, ``source``).
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import psutil
 from bench.core import loadgen
 
 from .. import client
+from .common import run_pairs, source_of
 
 REQUEST_TIMEOUT_SLOS = 20   # a request unanswered after this many SLOs counts as lost
 
@@ -42,25 +44,26 @@ async def _one_run(svc, sess, pool, schedule, slo: float, tags: dict, rows: list
 
 async def openloop(svc, sess, p: dict, pool: list[str], final: dict, rows: list[dict], seed: int) -> None:
     """Every offered rate and the bursty schedule, without and with offload, for the first pair and largest SLO."""
-    o, pair, slo = p["openloop"], (p["serving_pairs"] or p["pairs"])[0], max(p["slos_s"])
+    acc = svc.accelerator
+    o, pair, slo = p["openloop"], run_pairs(p, acc, "serving_pairs")[0], max(p["slos_s"])
     base = final.get((pair, slo, "accelerator_only"))
     if not base:
         return
-    capacity = base["emulated"] / slo   # accelerator-only queries per second at its max concurrency
+    capacity = base[acc] / slo   # accelerator-only queries per second at its max concurrency
+    common = {"pair": pair, "slo_s": slo, "accelerator": acc, "source": source_of(acc), "admission": "depth+deadline"}
     for config in ("accelerator_only", "offload"):
         depths = final.get((pair, slo, config))
         if not depths:
             continue
-        svc.admin(active=list(depths), offload=config == "offload", depths=depths)
+        svc.admin(active=list(depths), offload=config == "offload", depths=depths, slo_s=slo)
         for j, f in enumerate(o["load_factors"]):
             rate = f * capacity
             sched = loadgen.poisson_schedule(rate, max(1, int(rate * o["duration_s"])), seed + j)
-            tags = {"pair": pair, "slo_s": slo, "config": config, "arrivals": "poisson", "load_factor": f,
-                    "offered_rps": rate, "source": "emulated"}
+            tags = {**common, "config": config, "arrivals": "poisson", "load_factor": f, "offered_rps": rate}
             await _one_run(svc, sess, pool, sched, slo, tags, rows)
         rate = o["burst_load_factor"] * capacity
         sched = loadgen.bursty_schedule(rate, max(1, int(rate * o["duration_s"])), seed + 99,
                                         burst_factor=o["burst_factor"], burst_s=o["burst_s"], period_s=o["period_s"])
-        tags = {"pair": pair, "slo_s": slo, "config": config, "arrivals": "bursty", "load_factor": o["burst_load_factor"],
-                "offered_rps": rate, "source": "emulated"}
+        tags = {**common, "config": config, "arrivals": "bursty", "load_factor": o["burst_load_factor"],
+                "offered_rps": rate}
         await _one_run(svc, sess, pool, sched, slo, tags, rows)

@@ -2,8 +2,11 @@
 and the stress test's queue depths with their profiling-run counts (Table III), and the regression's
 depths against query length (Figure 5) and against the CPU instance's cores (Figure 6).
 
-The CPU instance is measured; the accelerator is the emulated one, whose law (equation 12) is set
-from the CPU fit measured here and each pair's paper ratios: its rows are ``source=emulated``.
+The CPU instance is measured. The accelerator is the CUDA GPU where there is one (measured, standing for
+the paper's V100 + Xeon pair, ``source=measured``); else, or when the profile asks for it
+(``accelerator: emulated``), the emulated one, whose law (equation 12) is set from the CPU fit measured
+here and each pair's paper ratios: its rows are ``source=emulated``. Every row names its ``device`` and
+``device_name`` (the GPU's, the CPU's model, or the emulated pair).
 """
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from bench.core.step import Context, Result
 
 from .. import client, emulation, estimator
 from ..textgen import load_fast_tokenizer
-from .common import Clock, Pools, closed_level, level_stat, service
+from .common import Clock, Pools, accelerator_words, closed_level, level_stat, run_pairs, service, source_of
 
 BIG = 100_000   # queue depth while profiling one device: the closed loop, not the queue, bounds C
 
@@ -83,43 +86,54 @@ async def _device(prof: Profiler, pool, device: str, tags: dict, stress: bool) -
     return f
 
 
-def _tags(experiment: str, device: str, pair: str | None, tokens: int, threads: int) -> dict:
-    return {"experiment": experiment, "device": device, "pair": pair or "", "query_tokens": tokens,
-            "cpu_threads": threads, "source": "emulated" if device == "emulated" else "measured"}
+class Tags:
+    """Row tags: experiment, device (and the name of what it runs on), pair, query length, CPU threads."""
+
+    def __init__(self, names: dict[str, str]):
+        self.names = names
+
+    def __call__(self, experiment: str, device: str, pair: str | None, tokens: int, threads: int) -> dict:
+        name = self.names.get(device, device)
+        if device == "emulated" and pair:
+            name = f"emulated ~{emulation.pair(pair).accelerator}"
+        return {"experiment": experiment, "device": device, "device_name": name, "pair": pair or "",
+                "query_tokens": tokens, "cpu_threads": threads, "source": source_of(device)}
 
 
 async def _run(svc, p: dict, pools: Pools, rows: list[dict]) -> dict:
     info = svc.admin()
-    threads = info["cpu_threads"]
+    threads, acc, tags = info["cpu_threads"], svc.accelerator, Tags(info["device_names"])
     base = p["query_tokens"]
     laws = {}
     async with client.session() as sess:
         prof = Profiler(svc, sess, p, rows)
-        cpu = await _device(prof, pools(base), "cpu", _tags("base", "cpu", None, base, threads), stress=True)
-        for pair in p["pairs"]:
-            law = emulation.emulated_law(cpu.alpha, cpu.beta, pair)
-            laws[pair] = {"alpha": law.alpha, "beta": law.beta}
-            svc.admin(emulated_law=laws[pair])
-            await _device(prof, pools(base), "emulated", _tags("base", "emulated", pair, base, threads), stress=True)
-        await _lengths(prof, pools, p, threads)
-        await _cores(prof, pools, p, threads)
+        cpu = await _device(prof, pools(base), "cpu", tags("base", "cpu", None, base, threads), stress=True)
+        for pair in run_pairs(p, acc):
+            if acc == "emulated":
+                law = emulation.emulated_law(cpu.alpha, cpu.beta, pair)
+                laws[pair] = {"alpha": law.alpha, "beta": law.beta}
+                svc.admin(emulated_law=laws[pair])
+            await _device(prof, pools(base), acc, tags("base", acc, pair, base, threads), stress=True)
+        await _lengths(prof, pools, p, threads, acc, tags)
+        await _cores(prof, pools, p, threads, tags)
     return laws
 
 
-async def _lengths(prof: Profiler, pools: Pools, p: dict, threads: int) -> None:
+async def _lengths(prof: Profiler, pools: Pools, p: dict, threads: int, acc: str, tags: Tags) -> None:
     """Figure 5: regression depths of both devices at each query length (first pair)."""
-    pair = p["pairs"][0]
+    pair = run_pairs(p, acc)[0]
     for n in p["lengths"]:   # every length measured alike (same levels, one after another)
-        f = await _device(prof, pools(n), "cpu", _tags("length", "cpu", None, n, threads), stress=False)
-        prof.svc.admin(emulated_law=vars(emulation.emulated_law(f.alpha, f.beta, pair)))
-        await _device(prof, pools(n), "emulated", _tags("length", "emulated", pair, n, threads), stress=False)
+        f = await _device(prof, pools(n), "cpu", tags("length", "cpu", None, n, threads), stress=False)
+        if acc == "emulated":
+            prof.svc.admin(emulated_law=vars(emulation.emulated_law(f.alpha, f.beta, pair)))
+        await _device(prof, pools(n), acc, tags("length", acc, pair, n, threads), stress=False)
 
 
-async def _cores(prof: Profiler, pools: Pools, p: dict, threads: int) -> None:
+async def _cores(prof: Profiler, pools: Pools, p: dict, threads: int, tags: Tags) -> None:
     """Figure 6: the CPU's regression depths against the CPU instance's thread count (cores)."""
     for n in p["cpu_cores"]:
         prof.svc.admin(cpu_threads=n)
-        await _device(prof, pools(p["query_tokens"]), "cpu", _tags("cores", "cpu", None, p["query_tokens"], n),
+        await _device(prof, pools(p["query_tokens"]), "cpu", tags("cores", "cpu", None, p["query_tokens"], n),
                       stress=False)
     prof.svc.admin(cpu_threads=threads)
 
@@ -128,17 +142,17 @@ def profile(ctx: Context) -> Result:
     p, clock, rows = ctx.params, Clock(), []
     pools = Pools(load_fast_tokenizer(p.get("model")), p["text_pool"], ctx.seed)
     with service(p, p["pairs"][0]) as svc:
-        started = svc.started_s
+        started, acc = svc.started_s, svc.accelerator
         laws = asyncio.run(_run(svc, p, pools, rows))
         info = svc.admin()
     df = pd.DataFrame(rows)
-    method = ("Closed loop (Section V-A3) against `bench windve serve` on 127.0.0.1: C queries of exact token "
+    method = ("Closed loop (Section V-A3) against `bench windve serve` on 127.0.0.1 (every instance warmed before "
+              "/health said ready): C queries of exact token "
               "length sent at once over HTTP (/embed), the next round only when all answered; a level's latency "
               "is the median over rounds of each round's slowest query. Per device (the other queue off): "
               "latency at the profile levels, fit t = alpha*C + beta (alpha, beta >= 0, NNLS), predicted depth "
-              "per SLO; stress test in steps of 8 until the SLO fails. The accelerator is EMULATED: its law is "
-              "this run's CPU fit times the pair's paper ratios (alpha 0.21 / 0.12; beta 0.27/0.32, 0.24/0.85); "
-              "it answers with the real model's embeddings. Figures 5/6: regression depths per query length "
-              "and per CPU-instance thread count.")
-    prov = {"emulated_laws": laws, "service_info": info, "service_start_s": started, "step_wall_s": clock()}
+              "per SLO; stress test in steps of 8 until the SLO fails. " + accelerator_words(acc, info) +
+              " Figures 5/6: regression depths per query length and per CPU-instance thread count.")
+    prov = {"accelerator": acc, "service_info": info, "service_start_s": started, "step_wall_s": clock(),
+            **({"emulated_laws": laws} if acc == "emulated" else {})}
     return Result(records=df, method=method, provenance=prov)
