@@ -15,14 +15,18 @@ min_version("9.0")
 BASE = Path(workflow.basedir)
 
 # The default profile is loaded only when none is given: snakemake would otherwise deep-merge a
-# --configfile onto it, and the small/paper profiles would silently inherit tiny's settings.
+# --configfile onto it, and the small/paper profiles would silently inherit tiny's settings. `--config`
+# values are then merged into it the way snakemake merges them into a --configfile (nested mappings key by
+# key, so `--config datasets='{"sift-like": {"n_base": 5000}}'` changes one key of one dataset and keeps
+# the rest), whether or not a --configfile is given.
 if "profile" not in config:
     import yaml
+    from snakemake.utils import update_config
 
     _overrides = dict(config)
     config.clear()
     config.update(yaml.safe_load((BASE / "experiments/tiny.yaml").read_text()))
-    config.update(_overrides)
+    update_config(config, _overrides)
 
 try:
     _validated = validate_profile(config)

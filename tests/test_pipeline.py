@@ -83,7 +83,9 @@ def test_bad_config_fails_before_any_rule_runs(repo, tmp_path):
     assert r.returncode != 0 and "espn.nprobee" in r.stderr and len(r.stderr.strip().splitlines()) <= 15, r.stderr
     prof = _profile(repo, tmp_path, ivf_recall={"datasets": ["ghost"]})
     r = _snakemake(repo, tmp_path, "--configfile", str(prof))
-    assert r.returncode != 0 and "ghost" in r.stderr and "datasets" in r.stderr
+    assert r.returncode != 0 and "ivf_recall uses dataset(s) ['ghost']" in r.stderr
+    assert "declared: mine, syn" in r.stderr
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) <= 3, r.stderr
 
 
 def test_every_report_caption_exists(repo):
@@ -100,6 +102,7 @@ def test_every_report_caption_exists(repo):
 
 
 def _readme_line(repo: Path, needle: str) -> list[str]:
+    """The README's `.venv/bin/snakemake ...` command holding ``needle``, as arguments (N cores -> 1)."""
     import re
     import shlex
 
@@ -110,18 +113,45 @@ def _readme_line(repo: Path, needle: str) -> list[str]:
 
 
 def test_the_readmes_recovery_after_kill_works(repo, tmp_path):
-    """The README's unlock line (Snakemake 9 wants --cores even to unlock), then --rerun-incomplete."""
+    """A run killed with SIGKILL leaves Snakemake's lock; the README's unlock line clears it (Snakemake 9
+    wants --cores even to unlock) and its --rerun-incomplete line then plans the cut-off jobs."""
+    import os
+    import signal
+    import time
+
     cfg = yaml.safe_load(_profile(repo, tmp_path).read_text())
     del cfg["datasets"]["mine"]
     cfg["ivf_recall"]["datasets"] = ["syn"]
     (tmp_path / "experiments").mkdir()
     (tmp_path / "experiments" / "micro.yaml").write_text(yaml.safe_dump(cfg))
-    for needle in ("--unlock", "--rerun-incomplete"):
-        args = _readme_line(repo, needle)
-        r = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), "-d", str(tmp_path),
-                            *args, *([] if needle == "--unlock" else ["-n"])],
-                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
-        assert r.returncode == 0, (needle, r.stderr[-2000:])
+    sm = [sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), "-d", str(tmp_path)]
+
+    def readme(needle, *extra):
+        return subprocess.run([*sm, *_readme_line(repo, needle), *extra], capture_output=True, text=True,
+                              timeout=120, cwd=tmp_path)
+
+    # the run, killed -9 (with its job: one process group) as soon as it holds the lock
+    run = subprocess.Popen([*sm, "--cores", "1", "--configfile", "experiments/micro.yaml"], cwd=tmp_path,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    locks = tmp_path / ".snakemake" / "locks"
+    try:
+        deadline = time.monotonic() + 120
+        while not (locks.is_dir() and any(locks.iterdir())):
+            assert run.poll() is None and time.monotonic() < deadline, "the run never took its lock"
+            time.sleep(0.02)
+    finally:
+        os.killpg(run.pid, signal.SIGKILL)
+        run.wait()
+    assert any(locks.iterdir())
+    r = readme("--rerun-incomplete", "-n")          # still locked: a dry run says so
+    assert "cannot be locked" in r.stdout + r.stderr, (r.stdout[-1000:], r.stderr[-1000:])
+
+    r = readme("--unlock")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert not (locks.is_dir() and any(locks.iterdir()))
+    r = readme("--rerun-incomplete", "-n")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "cannot be locked" not in r.stdout + r.stderr and "ivf_recall_measure" in r.stdout
 
 
 def test_a_truncated_user_file_fails_at_validation_with_both_sizes(repo, tmp_path):
@@ -134,13 +164,17 @@ def test_a_truncated_user_file_fails_at_validation_with_both_sizes(repo, tmp_pat
     base.write_bytes(base.read_bytes()[:-100])
     r = _snakemake(repo, tmp_path, "-n", "--configfile", str(_profile(repo, tmp_path)))
     assert r.returncode != 0
-    assert "dataset 'mine' base" in r.stderr and f"{8 + 500 * 128} B" in r.stderr and f"{8 + 500 * 128 - 100} B" in r.stderr
-    assert "Traceback" not in r.stderr
+    assert "dataset 'mine' base" in r.stderr and "base.u8bin" in r.stderr
+    assert f"{8 + 500 * 128} B" in r.stderr and f"{8 + 500 * 128 - 100} B" in r.stderr
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) <= 3, r.stderr
+    assert not (tmp_path / "data").exists()
 
 
-def test_numbers_from_config_are_numbers_in_the_datasets_section_too(repo, tmp_path):
-    from bench.core import config
-
-    cfg = yaml.safe_load(_profile(repo, tmp_path).read_text())
-    cfg["datasets"]["syn"]["n_base"] = "100"      # as `--config datasets='{...}'` hands it over
-    assert config.validate_profile(cfg)["datasets"]["syn"]["n_base"] == 100
+def test_config_numbers_in_datasets_are_numbers_and_merge_into_the_profile(repo, tmp_path):
+    """`--config datasets=...` on the default profile: a quoted number is read as the schema's integer, and
+    the value is merged into tiny's datasets (the studies' other datasets stay declared)."""
+    r = _snakemake(repo, tmp_path, "-n", "--config", 'datasets={"sift-like": {"n_base": "100"}}')
+    assert r.returncode == 0, r.stderr[-2000:]
+    r = _snakemake(repo, tmp_path, "-n", "--config", 'datasets={"sift-like": {"n_base": "lots"}}')
+    assert r.returncode != 0 and "datasets.sift-like.n_base" in r.stderr and "'lots'" in r.stderr
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) <= 3, r.stderr

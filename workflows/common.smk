@@ -39,10 +39,10 @@ def dataset_manifest(name):
 def require_datasets(study, names):
     """Fail at parse time, before any rule runs, when a study names an undeclared dataset."""
     missing = [n for n in names if n not in config["datasets"]]
-    if missing:
-        raise ValueError(
-            f"config: {study} uses dataset(s) {missing} that the profile's `datasets:` section does not "
-            f"declare (declared: {sorted(config['datasets'])})")
+    if missing:  # a short message, no traceback (as the profile validation in the Snakefile)
+        print(f"bench: config: {study} uses dataset(s) {missing} that the profile's `datasets:` section does "
+              f"not declare\n  declared: {', '.join(sorted(config['datasets'])) or '(none)'}", file=sys.stderr)
+        sys.exit(1)
 
 
 def figure_registry(study):

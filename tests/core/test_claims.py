@@ -71,13 +71,13 @@ def test_ledger_puts_paper_claims_first_counts_targets_apart_and_marks_unstable_
     assert df.set_index("claim_id").history.to_dict() == {"speedup": "RN", "target-fast": "RR"}
     assert df.set_index("claim_id").unstable.to_dict() == {"speedup": True, "target-fast": False}
     md = (tmp_path / "claims.md").read_text()
-    assert md.index("## Paper claims") < md.index("## Harness target or checks")
+    assert md.index("## Paper claims") < md.index("## Harness targets and checks")
     assert "unstable 1" in md and "not reproduced** (unstable)" in md
     assert "np.float64" not in md and "0.5 of it" in md
     assert md.count("x" * 120) == 1  # a long scale text once per study, in the notes
     assert len(list((tmp_path / "history").glob("*.parquet"))) == 2
     html = (tmp_path / "claims.html").read_text()
-    assert html.index("Paper claims") < html.index("Harness target") and "reproduced 0" in html
+    assert html.index("Paper claims") < html.index("Harness targets") and "reproduced 0" in html
 
 
 def test_an_interval_without_its_estimate_is_discarded():

@@ -42,3 +42,18 @@ def test_command_line_strings_are_coerced_to_the_schema_type():
     """snakemake --config study='{"enabled": false}' hands nested values over as strings."""
     cfg = config.validate_profile({"profile": "x", "ivf_recall": {"enabled": "false", "repeats": "3"}})
     assert cfg["ivf_recall"]["enabled"] is False and cfg["ivf_recall"]["repeats"] == 3
+
+
+def test_command_line_strings_are_coerced_in_the_datasets_section_too():
+    """`--config datasets='{"a": {"n_base": "100"}}'`: the datasets' schema ($ref into $defs) is followed."""
+    cfg = config.validate_profile({"profile": "x", "threads": "3", "datasets": {
+        "a": {"source": "synthetic/sift-like", "n_base": "100", "n_query": " 7 ", "gt_k": "5"}}})
+    assert cfg["threads"] == 3
+    a = cfg["datasets"]["a"]
+    assert (a["n_base"], a["n_query"], a["gt_k"]) == (100, 7, 5) and all(type(a[k]) is int for k in ("n_base", "gt_k"))
+    assert config.validate_profile({"profile": "x", "datasets": {"a": {"source": "user", "base": "7"}}})[
+        "datasets"]["a"]["base"] == "7"    # a string where the schema wants one stays a string
+    with pytest.raises(ConfigError, match=r"at 'datasets.a.n_base': 'lots' is not of type 'integer'") as e:
+        config.validate_profile({"profile": "x", "datasets": {"a": {"source": "synthetic/sift-like",
+                                                                     "n_base": "lots"}}})
+    assert len(str(e.value).splitlines()) <= 3

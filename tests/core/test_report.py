@@ -40,7 +40,7 @@ def page(tmp_path):
 
 def test_opens_on_the_ledger_with_counts_then_figures_in_paper_order(page):
     text = page.read_text()
-    assert text.index("Paper claims (1)") < text.index("Harness target or checks (1)") < text.index("<figure")
+    assert text.index("Paper claims (1)") < text.index("Harness targets and checks (1)") < text.index("<figure")
     order = re.findall(r"<figure id='espn-(\w+)'", text)
     assert order == ["fig5", "fig10", "tables45", "iops"]
     assert "caption of fig5 0.5" in text and "np.float64" not in text

@@ -112,3 +112,64 @@ def test_text_synthetic_and_user(tmp_path):
     assert prepared.load_text(user).docs == ds.docs
     with pytest.raises(DataFormatError, match="not a vector dataset"):
         prepared.load_vectors(user)
+
+
+@pytest.mark.parametrize("fmt", ["u8bin", "fbin", "fvecs", "bvecs"])
+def test_check_user_files_names_a_truncated_file_and_both_sizes(tmp_path, fmt):
+    """What the Snakefile checks when the profile is validated, before any job: a truncated vector file."""
+    from bench.data import synthetic
+
+    xb, xq = synthetic.sift_like(300, seed=2, n_queries=5)
+    formats.write_vectors(tmp_path / f"b.{fmt}", xb)
+    formats.write_vectors(tmp_path / f"q.{fmt}", xq)
+    spec = {"source": "user", "format": fmt, "base": f"b.{fmt}", "queries": f"q.{fmt}"}
+    prepared.check_user_files({"mine": spec}, workdir=tmp_path)   # whole files pass
+    full = (tmp_path / f"b.{fmt}").stat().st_size
+    (tmp_path / f"b.{fmt}").write_bytes((tmp_path / f"b.{fmt}").read_bytes()[:-100])
+    with pytest.raises(DataFormatError) as e:
+        prepared.check_user_files({"mine": spec}, workdir=tmp_path)
+    msg = str(e.value)
+    assert msg.startswith("dataset 'mine' base: ") and str(tmp_path / f"b.{fmt}") in msg and len(msg.splitlines()) == 1
+    if fmt.endswith("bin"):   # the header gives the expected size
+        assert f"({full} B) but the file has {full - 100} B" in msg
+    else:                     # *vecs: no header, the size is not a whole number of rows
+        assert f"size {full - 100} B is not a multiple of the row size" in msg
+
+
+def test_check_user_files_refuses_before_any_job_what_prepare_would(tmp_path):
+    from bench.data import synthetic
+
+    xb, xq = synthetic.sift_like(300, seed=2, n_queries=5)
+    formats.write_bin(tmp_path / "b.u8bin", xb)
+    formats.write_bin(tmp_path / "q.u8bin", xq)
+    formats.write_bin(tmp_path / "q64.u8bin", xq[:, :64])
+    ids = groundtruth.exact_knn(xb, xq, 10)[0]
+    formats.write_groundtruth(tmp_path / "gt.ibin", ids)
+    formats.write_groundtruth(tmp_path / "gt3.ibin", ids[:3])
+    formats.write_groundtruth(tmp_path / "gtbig.ibin", ids + 300)
+    spec = {"source": "user", "format": "u8bin", "base": "b.u8bin", "queries": "q.u8bin", "groundtruth": "gt.ibin"}
+    check = lambda **kw: prepared.check_user_files({"mine": {**spec, **kw}}, workdir=tmp_path)  # noqa: E731
+    check()
+    check(n_base=100, groundtruth="gt3.ibin")   # a crop recomputes its ground truth: the short file is not used
+    check(base="absent.u8bin")                  # a missing file: Snakemake's missing-input message says it
+    gt = tmp_path / "gt.ibin"
+    gt_bytes = gt.read_bytes()
+    gt.write_bytes(gt_bytes[:-8])
+    with pytest.raises(DataFormatError, match=r"dataset 'mine' groundtruth: .*gt.ibin: header says 5 queries x 10"):
+        check()
+    gt.write_bytes(gt_bytes)
+    for kw, err, words in (
+            ({"n_base": 301}, ConfigError, "n_base/n_query (301/5) exceed the files (300/5)"),
+            ({"n_query": 6}, ConfigError, "n_base/n_query (300/6) exceed the files (300/5)"),
+            ({"queries": "q64.u8bin"}, DataFormatError, "base has dimension 128, queries 64"),
+            ({"groundtruth": "gt3.ibin"}, DataFormatError, "ground truth has 3 rows, 5 queries"),
+            ({"groundtruth": "gtbig.ibin"}, DataFormatError, ">= base size 300"),
+            ({"format": "fbin"}, DataFormatError, "b.u8bin: header says 300 x 128 fbin")):
+        with pytest.raises(err) as e:
+            check(**kw)
+        assert words in str(e.value) and str(e.value).startswith("dataset 'mine'"), str(e.value)
+    with pytest.raises(ConfigError, match=r"dataset 'mine' \(source: user\): missing format"):
+        prepared.check_user_files({"mine": {"source": "user", "base": "b.u8bin", "queries": "q.u8bin"}}, tmp_path)
+    with pytest.raises(ConfigError, match=r"dataset 't' \(source: user, text\): missing qrels"):
+        prepared.check_user_files({"t": {"source": "user", "collection": "c.tsv", "queries": "q.tsv"}}, tmp_path)
+    prepared.check_user_files({"s": {"source": "synthetic/sift-like"}}, tmp_path)   # not a user dataset

@@ -11,7 +11,11 @@ def test_records_carry_source_and_phase(study):
     r = study["records"]
     rec = records.read(r["recall"][0])
     assert {"faiss-hnsw", "engine-batch1", "engine-static", "engine-continuous", "hnswlib"} <= set(rec.system)
-    assert (rec[rec.system == "hnswlib"].source == "not_run").all()
+    import importlib.util
+
+    hnswlib = rec[rec.system == "hnswlib"]
+    if importlib.util.find_spec("hnswlib") is None:   # what this machine gives, not a hard-coded outcome
+        assert (hnswlib.source == "not_run").all() and hnswlib.why.str.contains("not installed").all()
     assert set(rec.phase) == {"warmup", "measured"}
     load = records.read(r["load"][0])
     assert set(load[load.engine == "replay"].source) == {"emulated"}

@@ -30,7 +30,7 @@ class Base:
     def from_numpy(cls, base, device: str = "cpu") -> "Base":
         import torch
 
-        y = torch.as_tensor(np.ascontiguousarray(base, dtype=np.float32)).to(device)
+        y = torch.from_numpy(np.array(base, dtype=np.float32, order="C")).to(device)   # a writable copy (a memmap is not)
         if y.ndim != 2 or len(y) == 0:
             raise ConfigError(f"exact search needs a non-empty (N, d) base, got shape {tuple(y.shape)}")
         return cls(y=y, norms=(y * y).sum(1))

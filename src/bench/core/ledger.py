@@ -29,6 +29,7 @@ from .claims import VERDICTS, _fmt, _nan, ours_text
 
 PAPER, TARGET = "paper claim", "harness target or check"
 KINDS = (PAPER, TARGET)
+HEADINGS = {PAPER: "Paper claims", TARGET: "Harness targets and checks"}
 HISTORY_RUNS = 5
 INITIAL = {"reproduced": "R", "not reproduced": "N", "inconclusive": "I", "needs hardware we lack": "H",
            "out of reach at this scale": "O"}
@@ -135,7 +136,7 @@ def to_markdown(df: pd.DataFrame, title: str) -> str:
     for kind in KINDS:
         part = df[df.kind == kind]
         unstable = int(part.get("unstable", pd.Series(dtype=bool)).sum())
-        lines += [f"## {kind.capitalize()}s ({len(part)} rows)", "", f"Verdicts: {counts(part)}; unstable {unstable}", "",
+        lines += [f"## {HEADINGS[kind]} ({len(part)} rows)", "", f"Verdicts: {counts(part)}; unstable {unstable}", "",
                   "| study | claim | paper | ours | threshold | scale | source | verdict | history | reason |",
                   "|---|---|---|---|---|---|---|---|---|---|"]
         for i, r in part.iterrows():
@@ -163,13 +164,14 @@ def to_html(df: pd.DataFrame, title: str) -> str:
             c[1] = c[1].replace("**", "")
             c[7] = f"<b style='color:{VERDICT_COLORS[r['verdict']]}'>{c[7].replace('**', '')}</b>"
             rows.append("<tr>" + "".join(f"<td>{x}</td>" for x in c) + "</tr>")
-        body.append(f"<h2>{kind.capitalize()}s ({len(part)} rows)</h2><p class='counts'>{html.escape(counts(part))}; "
+        body.append(f"<h2>{HEADINGS[kind]} ({len(part)} rows)</h2><p class='counts'>{html.escape(counts(part))}; "
                     f"unstable {unstable}</p><table><tr>{head}</tr>{''.join(rows)}</table>")
     if notes:
         body.append("<h2>Scale notes</h2><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
     style = ("body{font-family:sans-serif;font-size:13px;color:#111}td,th{border:1px solid #bbb;padding:3px;"
              "vertical-align:top}table{border-collapse:collapse}.counts{font-size:15px;font-weight:bold}"
-             ".v{color:#fff;padding:2px 6px;margin-right:4px;border-radius:3px}")
+             ".v{color:#fff;padding:2px 6px;margin-right:4px;border-radius:3px}"
+             "td:nth-child(1),td:nth-child(5),td:nth-child(7),td:nth-child(8),td:nth-child(9){white-space:nowrap}")
     return (f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title><style>{style}</style>"
             + "".join(body) + "\n")
 
@@ -194,7 +196,7 @@ def figure(df: pd.DataFrame, out_png: str | Path, profile: str) -> list[Path]:
                          color="white", fontsize=9, fontweight="bold")
             left += c[v].to_numpy()
         unstable = int(part.get("unstable", pd.Series(dtype=bool)).sum())
-        ax.set(xlabel="rows of the ledger", title=f"{kind}s: {len(part)} rows, {unstable} unstable")
+        ax.set(xlabel="rows of the ledger", title=f"{HEADINGS[kind].lower()}: {len(part)} rows, {unstable} unstable")
     axes[0].invert_yaxis()
     plotting.legend_below(fig, ncol=5)
     caption = (f"Verdicts per study in the claims ledger (results/{profile}/claims.md), computed from records: "

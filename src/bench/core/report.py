@@ -92,7 +92,7 @@ def _counts(df: pd.DataFrame) -> str:
     for kind in ledger.KINDS:
         part = df[df.kind == kind]
         unstable = int(part.unstable.sum()) if "unstable" in part else 0
-        rows.append(f"<li><b>{html.escape(kind.capitalize())}s ({len(part)})</b>: {html.escape(ledger.counts(part))}; "
+        rows.append(f"<li><b>{html.escape(ledger.HEADINGS[kind])} ({len(part)})</b>: {html.escape(ledger.counts(part))}; "
                     f"unstable across runs: {unstable}</li>")
     return "<ul class='counts'>" + "".join(rows) + "</ul>"
 
@@ -115,7 +115,8 @@ def build(claims_parquet: str | Path, figures_dir: str | Path, out: str | Path, 
              "img{max-width:100%;height:auto;border:1px solid #ddd}figure{margin:24px 0}figcaption{font-size:13px;"
              "line-height:1.45;max-width:1100px}table{border-collapse:collapse;font-size:12px}td,th{border:1px solid "
              "#bbb;padding:3px;vertical-align:top;overflow-wrap:anywhere}#ledger table{width:100%}.counts{font-size:16px}.v{color:#fff;padding:2px 6px;margin-right:4px;"
-             "border-radius:3px}nav a{margin-right:14px}.note{color:#444}")
+             "border-radius:3px}nav a{margin-right:14px}.note{color:#444}"
+             "td:nth-child(1),td:nth-child(5),td:nth-child(7),td:nth-child(8),td:nth-child(9){white-space:nowrap}")
     page = (f"<!doctype html><meta charset='utf-8'><title>Benchmark report, profile {html.escape(profile)}</title>"
             f"<style>{style}</style><h1>Retrieval-for-RAG benchmark: claims ledger, profile {html.escape(profile)}</h1>"
             f"<div id='ledger'>{_counts(df)}<nav>{''.join(nav)}</nav>{table}</div>{''.join(sections)}{LAYOUT_PROBE}\n")

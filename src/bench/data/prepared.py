@@ -74,24 +74,61 @@ def _resolve(path: str, base_dir: Path) -> Path:
 
 
 def check_user_files(datasets: Mapping[str, Mapping[str, Any]], workdir: str | os.PathLike = ".") -> None:
-    """When the profile is validated (before any job): every declared ``source: user`` vector file that
-    exists has the size its header or record length implies (a truncated file fails here, with the same
-    message the first job would give). Missing files are left to Snakemake's missing-input message."""
+    """When the profile is validated (before any job), what ``prepare`` would refuse of a declared
+    ``source: user`` dataset, from the vector files' sizes and headers (they are memory-mapped, not read;
+    ground truth, small, is read): a key it needs is missing; a vector or ground-truth file's size disagrees
+    with its header or record length (a truncated copy: the message the first job would give, naming the
+    file and both sizes); base and queries differ in dimension; ``n_base``/``n_query`` exceed the files;
+    published ground truth has fewer rows than the queries or an id past the base. A missing file is left
+    to Snakemake's missing-input message (it names the file and the rule)."""
+    wd = Path(workdir)
     for name, spec in datasets.items():
-        if spec.get("source") != "user" or "format" not in spec:
+        if spec.get("source") != "user":
             continue
+        _check_user_keys(name, spec)
+        if "collection" in spec:
+            continue   # text: TSV/TREC files have no size to check against
+        fmt, shapes = spec["format"], {}
         for key in ("base", "queries"):
-            p = _resolve(spec[key], Path(workdir)) if key in spec else None
-            if p is not None and p.exists():
-                _checked(name, key, lambda: formats.read_vectors(p, spec["format"], check_rows=False))
-        g = _resolve(spec["groundtruth"], Path(workdir)) if "groundtruth" in spec else None
+            p = _resolve(spec[key], wd)
+            if p.exists():
+                shapes[key] = _checked(name, key, lambda: formats.read_vectors(p, fmt, check_rows=False).shape)
+        if len(shapes) < 2:
+            continue
+        (nb, db), (nq_file, dq) = shapes["base"], shapes["queries"]
+        if db != dq:
+            raise DataFormatError(f"dataset {name!r}: base has dimension {db}, queries {dq}")
+        n, nq = int(spec.get("n_base", nb)), int(spec.get("n_query", nq_file))
+        if n > nb or nq > nq_file:
+            raise ConfigError(f"dataset {name!r}: n_base/n_query ({n}/{nq}) exceed the files ({nb}/{nq_file})")
+        g = _resolve(spec["groundtruth"], wd) if "groundtruth" in spec else None
         if g is not None and g.exists():
-            _checked(name, "groundtruth", lambda: formats.read_groundtruth(g))
+            ids = _checked(name, "groundtruth", lambda: formats.read_groundtruth(g)[0])
+            if n == nb and ids.shape[0] < nq:   # a crop gets its ground truth recomputed: only the full set's is read
+                raise DataFormatError(f"dataset {name!r} groundtruth: {g}: ground truth has {ids.shape[0]} rows, "
+                                      f"{nq} queries")
+            if n == nb and ids.size and int(ids.max()) >= nb:
+                raise DataFormatError(f"dataset {name!r} groundtruth: {g}: ground truth id {int(ids.max())} >= "
+                                      f"base size {nb}")
 
 
-def _checked(name: str, key: str, read) -> None:
+def _check_user_keys(name: str, spec: Mapping[str, Any]) -> None:
+    """The keys a ``source: user`` dataset needs (vectors: format, base, queries; text: collection,
+    queries, qrels); ``prepare`` and the validation before any job say the same."""
+    if "collection" in spec:
+        missing = [k for k in ("collection", "queries", "qrels") if k not in spec]
+        if missing:
+            raise ConfigError(f"dataset {name!r} (source: user, text): missing {', '.join(missing)}")
+        return
+    missing = [k for k in ("format", "base", "queries") if k not in spec]
+    if missing:
+        raise ConfigError(f"dataset {name!r} (source: user): missing {', '.join(missing)} "
+                          f"(vector datasets need format, base, queries; text needs collection, queries, qrels)")
+
+
+def _checked(name: str, key: str, read):
     try:
-        read()
+        return read()
     except DataFormatError as exc:
         raise DataFormatError(f"dataset {name!r} {key}: {exc}") from None
 
@@ -217,12 +254,9 @@ def _prepare_registered_vectors(name, src, spec, out: Path, data_dir: Path) -> d
 
 
 def _prepare_user(name, spec, out: Path, workdir: Path) -> dict:
+    _check_user_keys(name, spec)
     if "collection" in spec:
         return _prepare_user_text(name, spec, workdir)
-    missing = [k for k in ("format", "base", "queries") if k not in spec]
-    if missing:
-        raise ConfigError(f"dataset {name!r} (source: user): missing {', '.join(missing)} "
-                          f"(vector datasets need format, base, queries; text needs collection, queries, qrels)")
     fmt = spec["format"]
     base_p, query_p = _resolve(spec["base"], workdir), _resolve(spec["queries"], workdir)
     for what, p in (("base", base_p), ("queries", query_p)):
@@ -249,9 +283,6 @@ def _prepare_user(name, spec, out: Path, workdir: Path) -> dict:
 
 
 def _prepare_user_text(name, spec, workdir: Path) -> dict:
-    missing = [k for k in ("collection", "queries", "qrels") if k not in spec]
-    if missing:
-        raise ConfigError(f"dataset {name!r} (source: user, text): missing {', '.join(missing)}")
     paths = {k: _resolve(spec[k], workdir) for k in ("collection", "queries", "qrels")}
     ds = text.read_text_dataset(paths["collection"], paths["queries"], paths["qrels"], id=name)  # validates
     return {"kind": "text", "n_base": len(ds.doc_ids), "n_query": len(ds.query_ids),
