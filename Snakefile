@@ -44,8 +44,9 @@ report: "workflows/report/workflow.rst"
 include: "workflows/common.smk"
 include: "workflows/data.smk"
 for _rules in sorted((BASE / "workflows").glob("*.smk")):
-    if _rules.name not in ("common.smk", "data.smk", "outputs.smk", "ledger.smk"):
+    if _rules.name not in ("common.smk", "data.smk", "steps.smk", "outputs.smk", "ledger.smk"):
         include: str(_rules)
+include: "workflows/steps.smk"
 include: "workflows/outputs.smk"
 include: "workflows/ledger.smk"
 

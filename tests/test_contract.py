@@ -1,25 +1,40 @@
-"""The study contract (docs/adding-a-study.md), checked for every study: no study imports another, and
-each has every part (runner steps, figure registry, claims, CLI, rule file, schema, profile sections,
-tests)."""
+"""The study contract (docs/adding-a-study.md), checked for every study from its ``STUDY`` declaration and
+its imports: no study imports another; each has every part of the one shape (params, system/, steps/,
+analysis, figures/, claims, rule file, schema, profile sections, tests); ``system/`` imports nothing above
+it; no step imports another; every need has a producer; the typed parameters match the schema; no
+``params[...]`` lookup; no import circle inside a study; no function over 60 lines."""
 from __future__ import annotations
 
 import ast
+import dataclasses
+import fnmatch
 import importlib
+import re
 from pathlib import Path
 
 import pytest
 import yaml
 
 from bench.core.figures import Registry
+from bench.core.study import Study
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "bench"
 REPO = SRC.parents[1]
-STUDIES = sorted(p.parent.name for p in SRC.glob("*/runner.py"))
+NOT_STUDIES = ("core", "ann", "serving", "data")
+STUDIES = sorted(p.parent.name for p in SRC.glob("*/params.py") if p.parent.name not in NOT_STUDIES)
+SHARED = ("bench.core", "bench.ann", "bench.serving", "bench.data")
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(SRC.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def _imports(path: Path) -> set[str]:
-    """Absolute module names a file imports (relative imports resolved against its package)."""
-    pkg = ".".join(path.relative_to(SRC.parent).with_suffix("").parts[:-1])
+    """Absolute module names a file imports (relative imports resolved against its package; ``from X import
+    name`` gives ``X.name`` too, which is the module where ``name`` is one)."""
+    mod = _module_name(path)
+    pkg = mod if path.name == "__init__.py" else mod.rsplit(".", 1)[0]
     out = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
@@ -27,15 +42,32 @@ def _imports(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
-                mod = ".".join(base + ([node.module] if node.module else []))
-                out |= {mod} | ({f"{mod}.{a.name}" for a in node.names} if not node.module else set())
+                m = ".".join(base + ([node.module] if node.module else []))
             else:
-                out.add(node.module or "")
+                m = node.module or ""
+            out |= {m} | {f"{m}.{a.name}" for a in node.names}
+    return out
+
+
+def _study_modules(study: str) -> dict[str, Path]:
+    return {_module_name(p): p for p in (SRC / study).rglob("*.py")}
+
+
+def _arrows(study: str) -> set[tuple[str, str]]:
+    """(importer, imported) between the study's own modules; a package's ``__init__`` counts only when a
+    name is imported from it (not when Python runs it on the way to a submodule)."""
+    mods = _study_modules(study)
+    out = set()
+    for name, path in mods.items():
+        for imp in _imports(path):
+            if imp in mods and imp != name and not (mods[imp].name == "__init__.py" and f"{imp}." in " ".join(
+                    i for i in _imports(path) if i.startswith(imp + ".") and i in mods)):
+                out.add((name, imp))
     return out
 
 
 def test_studies_found():
-    assert {"ivf_recall", "espn", "chameleon"} <= set(STUDIES)
+    assert {"ivf_recall", "espn", "chameleon", "loaders", "windve", "trinity"} <= set(STUDIES)
 
 
 @pytest.mark.parametrize("study", STUDIES)
@@ -47,51 +79,126 @@ def test_no_study_imports_another(study):
             parts = mod.split(".")
             if len(parts) > 1 and parts[0] == "bench" and parts[1] in others:
                 bad.append(f"{py.relative_to(SRC)} imports {mod}")
-    assert not bad, "a study imports another (move the shared piece to bench.core or bench.ann): " + "; ".join(bad)
+    assert not bad, "a study imports another (move the shared piece to bench.core, ann, serving or data): " + "; ".join(bad)
 
 
 @pytest.mark.parametrize("study", STUDIES)
 def test_study_has_every_part(study):
-    runner = importlib.import_module(f"bench.{study}.runner")
-    assert isinstance(getattr(runner, "STEPS", None), dict) and runner.STEPS, "runner.STEPS: {step: fn(ctx)}"
-    figs = importlib.import_module(f"bench.{study}.figures").FIGURES
+    pkg = importlib.import_module(f"bench.{study}")
+    st = pkg.STUDY
+    assert isinstance(st, Study) and st.name == study
+    assert len(st.steps.measures()), "at least one measurement step in steps/"
+    for part in ("params.py", "analysis.py", "claims.py", "system/__init__.py", "steps/__init__.py",
+                 "figures/__init__.py"):
+        assert (SRC / study / part).is_file(), f"src/bench/{study}/{part}"
+    figs = importlib.import_module(st.figures).FIGURES
     assert isinstance(figs, Registry) and len(figs), "figures.FIGURES: a non-empty Registry"
-    claims = importlib.import_module(f"bench.{study}.claims")
+    claims = importlib.import_module(st.claims)
     assert callable(claims.build) and isinstance(claims.RECORDS, tuple) and claims.RECORDS
-    assert callable(importlib.import_module(f"bench.{study}.cli").register)
+    assert not (SRC / study / "runner.py").exists(), "steps are declared in steps/, no runner.py"
     smk = REPO / "workflows" / f"{study}.smk"
-    assert smk.is_file(), f"missing {smk}"
     text = smk.read_text()
-    # the figure and claims rules are generated from this one declaration (workflows/outputs.smk)
-    assert f'study_outputs("{study}"' in text, "the rule file declares its record sets with study_outputs()"
-    assert f"rule {study}_figures" not in text and f"rule {study}_claims" not in text, "no hand-written copy"
-    for p in (f"{s}_figures" for s in STUDIES):
-        assert p not in text or p.startswith(study)
+    assert f'study_jobs("{study}"' in text and f'study_outputs("{study}"' in text
+    assert not re.search(r"^\s*rule \w+:", text, re.M), "no hand-written rule: workflows/steps.smk generates them"
+    for name in st.steps:
+        assert f'"{name}": job(' in text, f"{study}.smk gives no job for step {name}"
     assert (REPO / "experiments" / "schema" / f"{study}.yaml").is_file()
     for prof in ("tiny", "small", "paper"):
         assert study in yaml.safe_load((REPO / "experiments" / f"{prof}.yaml").read_text()), f"{prof}.yaml"
     assert (REPO / "tests" / study).is_dir()
-    doc = importlib.import_module(f"bench.{study}").__doc__
-    assert doc and len(doc) > 40, "the package docstring says which paper it reproduces"
+    assert pkg.__doc__ and len(pkg.__doc__) > 40, "the package docstring says which paper it reproduces"
 
 
-def test_every_step_declares_what_it_reads_and_the_rules_agree():
-    """Each step declares its --input keys (bench.core.step.reads); every key a rule passes is one of them."""
-    import re
+@pytest.mark.parametrize("study", STUDIES)
+def test_params_match_the_schema(study):
+    from bench.core import params
 
-    from bench.core.step import declared_inputs
+    st = importlib.import_module(f"bench.{study}").STUDY
+    schema = yaml.safe_load((REPO / "experiments" / "schema" / f"{study}.yaml").read_text())
+    assert dataclasses.is_dataclass(st.params) and st.params.__dataclass_params__.frozen
+    assert params.schema_mismatch(st.params, schema) == []
+    no_default = [f.name for f in dataclasses.fields(st.params) if f.default is not dataclasses.MISSING
+                  or f.default_factory is not dataclasses.MISSING]
+    assert not no_default, f"defaults live in the schema only: {no_default}"
+    st.parameters({})   # the schema's defaults alone build a Params
 
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_no_string_lookup_of_parameters(study):
+    bad = [f"{p.relative_to(SRC)}:{i}" for p in (SRC / study).rglob("*.py")
+           for i, line in enumerate(p.read_text().splitlines(), 1)
+           if re.search(r"params(\[\s*[\"']|\.get\(\s*[\"'])", line)]
+    assert not bad, "parameters are attributes of the typed Params: " + ", ".join(bad)
+
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_system_imports_nothing_above_it(study):
+    own = f"bench.{study}.system"
+    bad = [f"{p.relative_to(SRC)} imports {m}" for p in (SRC / study / "system").rglob("*.py")
+           for m in _imports(p) if m.startswith("bench") and not m.startswith((own, *SHARED))
+           and m not in ("bench", f"bench.{study}")]
+    assert not bad, "system/ uses bench.core, ann, serving, data and itself only: " + "; ".join(bad)
+
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_no_step_imports_another(study):
+    steps = f"bench.{study}.steps"
+    step_mods = {_module_name(p) for p in (SRC / study / "steps").glob("*.py")
+                 if p.name != "__init__.py" and p.name != "inputs.py" and not p.name.startswith("_")}
+    bad = [f"{p.relative_to(SRC)} imports {m}" for p in (SRC / study).rglob("*.py")
+           for m in _imports(p) if m in step_mods and m != _module_name(p)]
+    assert not bad, f"shared step inputs go in {steps}.inputs: " + "; ".join(bad)
+
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_every_need_has_a_producer(study):
+    st = importlib.import_module(f"bench.{study}").STUDY
+    assert st.unproduced() == [], "a need no step writes, no dataset and no declared external provides"
+
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_no_import_circle_inside_a_study(study):
+    graph: dict[str, set[str]] = {}
+    for a, b in _arrows(study):
+        graph.setdefault(a, set()).add(b)
+    state: dict[str, int] = {}   # 1 on the current path, 2 done
+
+    def circle_from(node, path):
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state and (found := circle_from(nxt, path + [nxt])):
+                return found
+        state[node] = 2
+        return None
+
+    circles = [c for n in sorted(graph) if n not in state and (c := circle_from(n, [n]))]
+    assert not circles, f"import circle in {study}: {' -> '.join(circles[0])}"
+
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_functions_are_short(study):
+    long_ = [f"{p.relative_to(SRC)}:{n.lineno} {n.name} ({n.end_lineno - n.lineno + 1} lines)"
+             for p in (SRC / study).rglob("*.py") for n in ast.walk(ast.parse(p.read_text()))
+             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno + 1 > 60]
+    assert not long_, "split functions over 60 lines: " + "; ".join(long_)
+
+
+def test_generated_rules_agree_with_the_declarations(tmp_path):
+    """The rule files name only declared steps, give each the needs it declares (checked at parse time by
+    study_jobs), and every generated rule is named <study>_<step>: a dry run of the whole tiny pipeline."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "snakemake", "--list-rules",
+                          "--config", f"results_dir={tmp_path}/r", f"figures_dir={tmp_path}/f"],
+                         cwd=REPO, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
     for study in STUDIES:
-        steps = importlib.import_module(f"bench.{study}.runner").STEPS
-        for name, fn in steps.items():
-            assert declared_inputs(fn) is not None, f"{study} step {name} declares no inputs (step.reads)"
-        text = (REPO / "workflows" / f"{study}.smk").read_text()
-        for step, keys in re.findall(r'measure (\w+) ((?:[^"]*?--input \w+=[^"]*)+)"', text):
-            if step not in steps:
-                continue
-            req, opt = declared_inputs(steps[step])
-            for key in re.findall(r"--input (\w+)=", keys):
-                assert any(__import__("fnmatch").fnmatchcase(key, k) for k in (*req, *opt)), (study, step, key)
+        st = importlib.import_module(f"bench.{study}").STUDY
+        for name in st.steps:
+            assert f"{study}_{name}" in out.stdout, f"no rule {study}_{name} in the dry run"
 
 
 @pytest.mark.parametrize("study", STUDIES)
@@ -121,13 +228,17 @@ def test_measure_jobs_import_neither_matplotlib_nor_torch_for_the_cli(study):
 def test_registry_writes_the_report_caption(tmp_path):
     from bench.core import plotting
 
+    import pandas as pd
+
+    from bench.core import records
+
     reg = Registry(descriptions={"a": "What A shows."})
+    records.write(tmp_path / "r.parquet", pd.DataFrame({"x": [1, 2]}), {"profile": "t"})
 
     @reg.figure("a", records=("r",), title="title a")
-    def _a(inputs, out_png):
-        import matplotlib.pyplot as plt
-
-        fig, _ = plt.subplots()
+    def _a(data, out_png):
+        assert list(data["r"].x) == [1, 2] and data["r"].attrs["provenance"]["profile"] == "t"
+        fig, _ = plotting.start()
         return plotting.save(fig, out_png, "This run: {not a template}.")
 
     written = reg.draw("a", {"r": [tmp_path / "r.parquet"]}, tmp_path / "a.png")

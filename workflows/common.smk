@@ -1,6 +1,7 @@
 # Shared definitions: paths of the active profile, the `bench` command, JSON params, TARGETS.
 import json
 import os
+import re
 import shlex
 import sys
 
@@ -24,6 +25,8 @@ LAST = -10
 TARGETS = {}
 # Each study's rule file registers its claims record set here; workflows/ledger.smk joins them.
 CLAIMS = {}
+# study -> {step: job}: what workflows/steps.smk needs to generate the study's build and measurement rules
+STUDY_JOBS = {}
 # study -> what workflows/outputs.smk needs to generate its figure and claims rules (study_outputs)
 STUDY_OUTPUTS = {}
 
@@ -102,3 +105,60 @@ def study_outputs(study, *, cli, records, section, category, claim_kinds):
     study's figures, records and claims to TARGETS and its claims to the ledger."""
     STUDY_OUTPUTS[study] = {"cli": cli, "records": records, "section": section, "category": category,
                             "claim_kinds": list(claim_kinds)}
+
+
+def job(out, needs=None, *, params, after=None, dataset=None, out_arg=None, threads=None):
+    """One step's rule, as a study's rule file names it: the file(s) it writes (``out``: a path or
+    ``{name: path}``, ``--out`` is the first unless ``out_arg`` says otherwise), the file(s) feeding each of
+    the step's needs (``{need: path or [paths]}``, each passed as ``--input need=path``), files it waits
+    for without reading them (``after``), its profile section (``params``: a dict or ``wildcards -> dict``),
+    its dataset (a ``{dataset}`` wildcard in ``out`` is passed on by itself) and threads (all by default:
+    a measurement runs alone)."""
+    return {"out": out if isinstance(out, dict) else {"out": out}, "needs": dict(needs or {}),
+            "after": dict(after or {}), "params": params, "dataset": dataset, "out_arg": out_arg,
+            "threads": threads}
+
+
+def _step_of(study, name):
+    """The step ``name`` of the study's STUDY declaration; a rule file naming an undeclared step stops here."""
+    import importlib
+
+    steps = importlib.import_module(f"bench.{study}").STUDY.steps
+    if name not in steps:
+        raise ValueError(f"workflows/{study}.smk: no step {name!r} in bench.{study}.STUDY ({', '.join(steps)})")
+    return steps[name]
+
+
+def study_jobs(study, jobs):
+    """Declare a study's build and measurement jobs: workflows/steps.smk generates one rule per step. Each
+    job's needs are checked against the step's declaration here, at parse time, so a rule and its step
+    cannot disagree."""
+    import fnmatch
+
+    for name, j in jobs.items():
+        s = _step_of(study, name)
+        given = list(j["needs"])
+        unknown = [k for k in given if not any(fnmatch.fnmatchcase(k, d) for d in (*s.needs, *s.optional))]
+        missing = [d for d in s.needs if not any(fnmatch.fnmatchcase(k, d) for k in given)]
+        if unknown or missing:
+            raise ValueError(f"workflows/{study}.smk: step {name} needs {list(s.needs)} (optional "
+                             f"{list(s.optional)}); the rule gives {given}")
+        j["verb"] = "build" if s.kind == "build" else "measure"
+    STUDY_JOBS[study] = jobs
+
+
+def inputs_arg(input, keys):
+    """Named inputs -> ``--input key=path ...`` for the step's needs (not its ``after`` files)."""
+    out = []
+    for key in keys:
+        paths = input[key]
+        for p in [paths] if isinstance(paths, str) else paths:
+            out.append(f"--input {shlex.quote(f'{key}={p}')}")
+    return " ".join(out)
+
+
+def job_wildcards(j):
+    """The wildcard names in a job's outputs (its benchmark file carries the same)."""
+    import re
+
+    return sorted({w for p in j["out"].values() for w in re.findall(r"{(\w+)}", p)})

@@ -1,49 +1,22 @@
 # IVF-PQ recall@k and queries/s against nprobe: data -> build (index) -> measure -> figure -> claims.
-# The worked example of docs/adding-a-study.md.
+# The worked example of docs/adding-a-study.md: the rule file names the study's datasets and which file
+# feeds which need of each step of bench.ivf_recall.STUDY; workflows/steps.smk and workflows/outputs.smk
+# generate the rules.
 IVF = config["ivf_recall"]
 
 
-def ivf_index_params(dataset):
-    return {**IVF["index"], **IVF["index_overrides"].get(dataset, {})}
+def ivf_params(wc):
+    """The section with the dataset's index overrides applied (an override reruns only that dataset)."""
+    return {**IVF, "index": {**IVF["index"], **IVF["index_overrides"].get(wc.dataset, {})}}
 
 
 if IVF["enabled"]:
     require_datasets("ivf_recall", IVF["datasets"])
-    # record kind -> record sets: what the figure and claims rules read
-    IVF_RECORDS = {"recall": expand(f"{RESULTS}/ivf_recall/recall_{{dataset}}.parquet", dataset=IVF["datasets"])}
-
-
-    rule ivf_recall_build:
-        input:
-            manifest=dataset_manifest("{dataset}"),
-        output:
-            f"{DATA}/{PROFILE}/indexes/ivf_recall/{{dataset}}.faiss",
-        params:
-            p=lambda wc: as_json({**IVF, "index": ivf_index_params(wc.dataset)}),
-            run=RUN_ARGS,
-        threads: workflow.cores
-        benchmark:
-            f"{BENCHMARKS}/ivf_recall/index_{{dataset}}.tsv"
-        shell:
-            "{BENCH} ivf-recall build --input manifest={input.manifest} --dataset {wildcards.dataset} "
-            "--out {output} {params.run} --params {params.p:q}"
-
-    rule ivf_recall_measure:
-        input:
-            manifest=dataset_manifest("{dataset}"),
-            index=rules.ivf_recall_build.output[0],
-        output:
-            f"{RESULTS}/ivf_recall/recall_{{dataset}}.parquet",
-        params:
-            p=lambda wc: as_json({**IVF, "index": ivf_index_params(wc.dataset)}),
-            run=RUN_ARGS,  # a params entry, so a changed thread count or seed reruns the measurement
-        threads: workflow.cores  # measured: nothing else runs beside it
-        benchmark:
-            f"{BENCHMARKS}/ivf_recall/measure_{{dataset}}.tsv"
-        shell:
-            "{BENCH} ivf-recall measure recall --input manifest={input.manifest} --input index={input.index} "
-            "--dataset {wildcards.dataset} --out {output} {params.run} --params {params.p:q}"
-
-    # the figure and claims rules: generated for every study by workflows/outputs.smk
-    study_outputs("ivf_recall", cli="ivf-recall", records=IVF_RECORDS, section=IVF,
-                  category="IVF-PQ recall", claim_kinds=claims_records("ivf_recall"))
+    IVF_INDEX = f"{DATA}/{PROFILE}/indexes/ivf_recall/{{dataset}}.faiss"
+    IVF_RECALL = f"{RESULTS}/ivf_recall/recall_{{dataset}}.parquet"
+    study_jobs("ivf_recall", {
+        "index": job(IVF_INDEX, {"manifest": dataset_manifest("{dataset}")}, params=ivf_params),
+        "recall": job(IVF_RECALL, {"manifest": dataset_manifest("{dataset}"), "index": IVF_INDEX}, params=ivf_params),
+    })
+    study_outputs("ivf_recall", cli="ivf-recall", records={"recall": expand(IVF_RECALL, dataset=IVF["datasets"])},
+                  section=IVF, category="IVF-PQ recall", claim_kinds=claims_records("ivf_recall"))

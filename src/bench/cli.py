@@ -1,7 +1,7 @@
 """The ``bench`` command: ``bench data ...`` and one subcommand group per study.
 
-Each study's ``bench/<study>/cli.py`` exposes ``register(subparsers)``; it is discovered here, so
-adding a study needs no edit to this file.
+Each study's package declares ``STUDY`` (:class:`bench.core.study.Study`); the study's command is built
+from it (:func:`bench.core.studycli.register`), so adding a study needs no edit to this file.
 """
 from __future__ import annotations
 
@@ -17,13 +17,17 @@ from . import __version__
 from .core.errors import BenchError
 
 
+NOT_STUDIES = ("core", "data", "ann", "serving")
+
+
 def study_names() -> list[str]:
-    """Subpackages of ``bench`` with a ``cli.py`` (found without importing them)."""
+    """Subpackages of ``bench`` that are studies (a ``params.py`` beside the declaration), found without
+    importing them."""
     import bench
 
     return sorted(m.name for m in pkgutil.iter_modules(bench.__path__)
-                  if m.ispkg and m.name not in ("core", "data", "ann")
-                  and (Path(bench.__path__[0]) / m.name / "cli.py").exists())
+                  if m.ispkg and m.name not in NOT_STUDIES
+                  and any((Path(bench.__path__[0]) / m.name / f).exists() for f in ("params.py", "cli.py")))
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
@@ -52,12 +56,18 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     first = next((a for a in (argv or []) if not a.startswith("-")), None)
     if first in ("data", "ledger", "report"):
         wanted = []
-    elif first and first.replace("-", "_") in names:
+    elif first and first.replace("-", "_") in names:  # bench ivf-recall ...: the package is ivf_recall
         wanted = [first.replace("-", "_")]
     else:
         wanted = names
     for name in wanted:
-        importlib.import_module(f"bench.{name}.cli").register(sub)
+        from .core import studycli
+
+        pkg = importlib.import_module(f"bench.{name}")
+        if hasattr(pkg, "STUDY"):
+            studycli.register(sub, pkg.STUDY)
+        else:  # TRANSITION (#16): a study not yet declared with STUDY
+            importlib.import_module(f"bench.{name}.cli").register(sub)
     return p
 
 

@@ -55,7 +55,7 @@ def test_storage_of_names_device_and_filesystem(tmp_path):
 def test_prefill_equals_token_by_token_decode():
     import torch
 
-    from bench.core.transformer import Generator, LMSpec, build_model
+    from bench.serving.transformer import Generator, LMSpec, build_model
 
     spec = LMSpec("t", "dec", 32, 2, 4, vocab=50)
     model = build_model(spec, 8, 16, seed=0)
@@ -72,7 +72,7 @@ def test_transformer_runs_on_cuda_with_its_cache_there_and_matches_the_cpu():
     """The GPU-ready issue: the KV cache and every buffer live on the model's device."""
     import torch
 
-    from bench.core.transformer import Generator, LMSpec, build_model
+    from bench.serving.transformer import Generator, LMSpec, build_model
 
     for arch in ("dec", "encdec"):
         spec = LMSpec("t", arch, 32, 2, 4, vocab=50, enc_layers=1 if arch == "encdec" else 0)

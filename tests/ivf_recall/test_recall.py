@@ -10,14 +10,16 @@ from bench.core.step import Context, execute
 from bench.core.errors import ConfigError
 from bench.data import prepared
 from bench.ann import ivf as index, metrics
-from bench.ivf_recall import claims, figures, runner
+from bench.ivf_recall import STUDY, claims, figures
+from bench.ivf_recall.steps import recall as recall_step
 
 PARAMS = {"nprobe": [1, 4, 32], "k": [1, 10], "repeats": 2, "warmup": 1, "index": {"nlist": 32, "m": 16}}
 
 
 def _run(m, ipath, out, params=PARAMS, seed=5):
-    ctx = Context("ivf_recall", "recall", params, "t", seed, 1, out, {"manifest": [str(m)], "index": [str(ipath)]})
-    return execute(ctx, runner.STEPS["recall"])
+    ctx = Context("ivf_recall", "recall", STUDY.parameters(params), "t", seed, 1, out,
+                  {"manifest": [str(m)], "index": [str(ipath)]}, section=params)
+    return execute(ctx, STUDY.steps["recall"].fn)
 
 
 @pytest.fixture(scope="module")
@@ -53,11 +55,11 @@ def test_records_and_recall_match_faiss(built):
 def test_figure_from_records_only(built, monkeypatch):
     tmp, m, ipath, _ = built
     out = _run(m, ipath, tmp / "r2.parquet")
-    monkeypatch.setitem(runner.STEPS, "recall", lambda ctx: pytest.fail("a figure must not measure"))
+    monkeypatch.setattr(recall_step, "recall", lambda ctx: pytest.fail("a figure must not measure"))
     for name in figures.FIGURES:
         written = figures.FIGURES.draw(name, {"recall": [out]}, tmp / f"{name}.png")
         assert {p.suffix for p in written} == {".png", ".pdf", ".rst"}
-    rows = claims.build({"recall": [out]}, PARAMS, "t")
+    rows = claims.build({"recall": records.read(out)}, STUDY.parameters(PARAMS), "t")
     # deterministic premise: reproduced, unless the quiet check saw other work on the machine
     assert rows[0].verdict == (core_claims.INCONCLUSIVE if rows[0].machine_busy else core_claims.REPRODUCED)
 

@@ -1,9 +1,15 @@
 """The figure registry: one place per study that lists its figures and the records each reads.
 
-A study's ``figures.py`` holds ``FIGURES = Registry()`` and registers each drawing function::
+A study's ``figures/__init__.py`` holds ``FIGURES = Registry(__name__, descriptions)``; each module of
+``figures/`` declares its drawing functions with :func:`figure`, and the registry finds them by importing
+every module of the package when first asked (no module imports the registry back: no circle)::
 
-    @FIGURES.figure("fig1", records=("e2e",), title="latency breakdown")
-    def fig1(inputs: dict[str, list[Path]], out_png: Path) -> list[Path]: ...
+    @figure("fig1", records=("e2e",), title="latency breakdown")
+    def fig1(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]: ...
+
+The registry owns what every figure does first: it reads each record kind the figure declares once
+(:func:`bench.core.records.read_kinds`: one table per kind, provenance in ``attrs``) and applies the
+suite's style; the function starts its panels with :func:`bench.core.plotting.start`.
 
 The study's CLI (``bench <study> figure NAME ...``) and its rule file (one figure rule that draws every
 registered figure in one job, its inputs from :meth:`Registry.records_of`) both read this registry, so a
@@ -18,7 +24,7 @@ from typing import Callable, Iterator, Mapping
 
 from .atomic import write_text
 
-Draw = Callable[[dict[str, list[Path]], Path], list[Path]]
+Draw = Callable[[dict[str, "pd.DataFrame"], Path], list[Path]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,20 +33,54 @@ class Figure:
     draw: Draw
     records: tuple[str, ...]
     title: str = ""
+    optional: tuple[str, ...] = ()   # kinds drawn when given (the figure says "not run" otherwise)
+
+
+def figure(name: str, records: tuple[str, ...], title: str = "",
+           optional: tuple[str, ...] = ()) -> Callable[[Draw], Draw]:
+    """Declare a figure in its module (found by :class:`Registry` of the enclosing ``figures`` package)."""
+    def mark(fn: Draw) -> Draw:
+        fn.figure = Figure(name, fn, tuple(records), title, tuple(optional))
+        return fn
+    return mark
 
 
 class Registry:
-    """Ordered ``{name: Figure}``."""
+    """Ordered ``{name: Figure}``: the figures declared in the modules of ``package`` (by module name,
+    then order in the module), or registered with :meth:`figure`."""
 
-    def __init__(self, descriptions: Mapping[str, str] | None = None) -> None:
-        self._figs: dict[str, Figure] = {}
+    def __init__(self, package: str | None = None, descriptions: Mapping[str, str] | None = None) -> None:
+        if isinstance(package, Mapping):   # Registry(descriptions) of a single-module registry
+            package, descriptions = None, package
+        self.package = package
+        self._found = package is None
+        self._own: dict[str, Figure] = {}
         self.descriptions = dict(descriptions or {})
 
-    def figure(self, name: str, records: tuple[str, ...], title: str = "") -> Callable[[Draw], Draw]:
+    @property
+    def _figs(self) -> dict[str, Figure]:
+        if not self._found:
+            import importlib
+            import pkgutil
+
+            pkg = importlib.import_module(self.package)
+            for m in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+                mod = importlib.import_module(f"{self.package}.{m.name}")
+                for obj in vars(mod).values():
+                    f = getattr(obj, "figure", None)
+                    if isinstance(f, Figure) and getattr(obj, "__module__", None) == mod.__name__:
+                        if f.name in self._own:
+                            raise ValueError(f"figure {f.name!r} declared twice")
+                        self._own[f.name] = f
+            self._found = True
+        return self._own
+
+    def figure(self, name: str, records: tuple[str, ...], title: str = "",
+               optional: tuple[str, ...] = ()) -> Callable[[Draw], Draw]:
         def register(fn: Draw) -> Draw:
-            if name in self._figs:
+            if name in self._own:
                 raise ValueError(f"figure {name!r} registered twice")
-            self._figs[name] = Figure(name, fn, tuple(records), title)
+            self._own[name] = Figure(name, fn, tuple(records), title, tuple(optional))
             return fn
         return register
 
@@ -67,7 +107,12 @@ class Registry:
         missing = [k for k in fig.records if not inputs.get(k)]
         if missing:
             raise ValueError(f"figure {name} reads record kind(s) {missing}; none given")
-        written = fig.draw({k: [Path(p) for p in v] for k, v in inputs.items()}, Path(out_png))
+        from . import plotting, records
+
+        data = records.read_kinds({k: [Path(p) for p in v] for k, v in inputs.items()
+                                    if k in fig.records or k in fig.optional})
+        plotting.apply_style()
+        written = fig.draw(data, Path(out_png))
         return [*written, self._report_caption(name, Path(out_png))]
 
     def _report_caption(self, name: str, out_png: Path) -> Path:

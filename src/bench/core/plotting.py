@@ -51,6 +51,18 @@ def apply_style() -> None:
                          "lines.markeredgewidth": 1.2})
 
 
+def start(ncols: int = 1, nrows: int = 1, *, w: float = 4.2, h: float = 3.4, **kw):
+    """A new figure of ``nrows`` x ``ncols`` panels in the suite's style (constrained layout): the one
+    way every study starts a figure. Returns ``(fig, axes)`` with ``axes`` always a flat list."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    apply_style()
+    fig, axes = plt.subplots(nrows, ncols, figsize=(w * ncols, h * nrows), layout="constrained", squeeze=False,
+                             **kw)
+    return fig, list(np.ravel(axes))
+
+
 def label_source(name: str, source: str) -> str:
     """A legend label saying whether a series is measured, modelled, emulated or the paper's value."""
     if source not in SOURCE_LABELS:

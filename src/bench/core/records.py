@@ -95,3 +95,18 @@ def read_all(paths) -> pd.DataFrame:
     df = pd.concat(frames, ignore_index=True)
     df.attrs["provenance"] = frames[0].attrs.get("provenance", {})
     return df
+
+
+def read_kinds(inputs: Mapping[str, list]) -> dict[str, pd.DataFrame]:
+    """``{kind: [paths]}`` -> ``{kind: one table}``, read once for a figure or the claims. Each table
+    carries ``attrs['provenance']`` (its first record set's) and ``attrs['provenances']`` (all of them)."""
+    out = {}
+    for kind, ps in inputs.items():
+        frames = [read(p) for p in ps]
+        if not frames:
+            continue
+        df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+        df.attrs["provenance"] = frames[0].attrs.get("provenance", {})
+        df.attrs["provenances"] = [f.attrs.get("provenance", {}) for f in frames]
+        out[kind] = df
+    return out

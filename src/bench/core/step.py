@@ -20,17 +20,19 @@ from .errors import ConfigError
 
 @dataclasses.dataclass
 class Context:
-    """What a measurement step is given: the study's validated config section and the run settings."""
+    """What a step is given: the study's typed parameters (``params``, a frozen dataclass built from the
+    validated profile section, which is kept as ``section`` for provenance) and the run settings."""
 
     study: str
     step: str
-    params: dict
+    params: Any
     profile: str
     seed: int
     threads: int
     out: Path
     inputs: dict[str, list[str]] = dataclasses.field(default_factory=dict)
     dataset: str | None = None
+    section: dict = dataclasses.field(default_factory=dict)
 
     def input(self, key: str) -> str:
         """The one path given for ``key`` (``--input key=path``)."""
@@ -79,7 +81,7 @@ def execute(ctx: Context, step: Callable[[Context], Result]) -> Path:
     """Run ``step`` under the common protocol and write its record set to ``ctx.out``."""
     thread_info = measure.set_threads(ctx.threads)
     before = quiet.sample()
-    prov = provenance.collect(profile=ctx.profile, config=ctx.params, seed=ctx.seed)
+    prov = provenance.collect(profile=ctx.profile, config=ctx.section or ctx.params, seed=ctx.seed)
     res = step(ctx)
     after = quiet.sample()
     busy = quiet.is_busy(before, after)

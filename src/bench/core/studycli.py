@@ -122,6 +122,94 @@ def register_study(sub: argparse._SubParsersAction, name: str, help: str, *,
     return s
 
 
+def register(sub: argparse._SubParsersAction, study) -> argparse._SubParsersAction:
+    """Add ``bench <study.cli>`` from a :class:`bench.core.study.Study` declaration: ``build [NAME]`` for
+    its build steps, ``measure STEP`` for its measurement steps, ``figure`` and ``claims``, then the
+    study's internal verbs (``study.verbs``)."""
+    p = sub.add_parser(study.cli, help=study.help)
+    s = p.add_subparsers(dest="verb", required=True)
+    builds, measures = study.steps.builds(), study.steps.measures()
+    if builds:
+        b = s.add_parser("build", help="build what the measurement steps read (indexes, tables, models)")
+        b.add_argument("step", nargs="?" if len(builds) == 1 else None, default=next(iter(builds)),
+                       choices=list(builds), help="which build (default: the only one)")
+        _io_args(b, "the file or folder it writes")
+        b.set_defaults(func=lambda a: _build(study, builds[a.step], a))
+    m = s.add_parser("measure", help="run one measurement step and write its record set")
+    m.add_argument("step", choices=list(measures))
+    _io_args(m, "record set path (.parquet)")
+    m.set_defaults(func=lambda a: step.execute(_typed_context(study, a, ".parquet"), measures[a.step].fn))
+    _figure_verb(s, LazyRegistry(study.figures))
+    if study.claims is not None:
+        c = s.add_parser("claims", help="the study's rows of the claims ledger, from records")
+        c.add_argument("--records", action="append", metavar="KIND=PATH", required=True)
+        c.add_argument("--out", required=True, help="claims.parquet (claims.md is written beside it)")
+        c.add_argument("--profile", required=True)
+        c.add_argument("--params", type=json_arg, required=True)
+        c.set_defaults(func=lambda a: _typed_claims(study, a))
+    if study.verbs is not None:
+        study.verbs(s)
+    return s
+
+
+def _io_args(p: argparse.ArgumentParser, out_help: str) -> None:
+    p.add_argument("--out", required=True, help=out_help)
+    p.add_argument("--input", action="append", metavar="KEY=PATH", help="a file the step reads")
+    p.add_argument("--dataset", help="the dataset this run measures (a name declared in the profile)")
+    add_run_args(p)
+
+
+def _figure_verb(s: argparse._SubParsersAction, reg: "LazyRegistry") -> None:
+    f = s.add_parser("figure", help="draw registered figures from records")
+    f.add_argument("names", nargs="+", metavar="NAME", choices=reg, help="figure name(s), or all")
+    f.add_argument("--records", action="append", metavar="KIND=PATH", required=True)
+    out = f.add_mutually_exclusive_group(required=True)
+    out.add_argument("--out", help="PNG path of the one figure named (PDF and caption are written beside it)")
+    out.add_argument("--out-dir", help="folder: each figure goes to DIR/NAME.png (PDF and caption beside it)")
+    f.add_argument("--formats", default="png,pdf", help="comma-separated: png plus any of pdf, svg (default png,pdf)")
+    f.set_defaults(func=lambda a: _figures(reg, a))
+
+
+def _typed_context(study, a: argparse.Namespace, suffix: str | None) -> step.Context:
+    """The checked context of one step: doors first (before any work), then the typed parameters."""
+    from . import params as typed
+
+    s = study.steps[a.step]
+    verb = f"{'build' if s.kind == 'build' else 'measure'} {a.step}"
+    a = _checked(study.name, verb, a, (s.needs, s.optional), suffix)
+    return step.Context(study=study.name, step=a.step, params=typed.build(study.params, a.params, study.name),
+                        profile=a.profile, seed=a.seed, threads=a.threads, out=Path(a.out),
+                        inputs=pairs(a.input, "--input"), dataset=a.dataset, section=a.params)
+
+
+def _build(study, s, a: argparse.Namespace):
+    from . import measure
+
+    ctx = _typed_context(study, a, None)
+    measure.set_threads(ctx.threads)
+    return s.fn(ctx)
+
+
+def _typed_claims(study, a: argparse.Namespace) -> Path:
+    """The study's ledger rows: records read once (by kind), typed parameters, provenance."""
+    from . import claims as core_claims, params as typed, records
+
+    module = importlib.import_module(study.claims)
+    inputs = pairs(a.records, "--records")
+    doors.records(f"{study.name} claims", inputs, [*module.RECORDS, *getattr(module, "OPTIONAL_RECORDS", ())])
+    missing = [k for k in module.RECORDS if k not in inputs]
+    if missing:
+        raise ConfigError(f"{study.name} claims: needs --records for {missing}")
+    section = doors.study_params(study.name, a.params)
+    doors.out_path(f"{study.name} claims", a.out, ".parquet")
+    data = records.read_kinds({k: [Path(p) for p in v] for k, v in inputs.items()})
+    rows = module.build(data, typed.build(study.params, section, study.name), a.profile)
+    prov = {**provenance.git_state(), "profile": a.profile, "study": study.name, "config": section,
+            "inputs": inputs, "method": "verdicts computed from the records named in inputs "
+            "(bench.core.claims: interval against threshold; modelled/not run -> needs hardware we lack)"}
+    return core_claims.write(rows, a.out, prov)
+
+
 def _checked(study: str, verb: str, a: argparse.Namespace, declared, suffix: str | None = None) -> argparse.Namespace:
     """``a`` after the checks of :mod:`bench.core.doors` (before any work): ``--params`` validated with
     the schema's defaults filled, ``--input``, ``--dataset`` and ``--out``."""

@@ -3,21 +3,20 @@ premise ESPN's Figure 5 and Chameleon's choice of nprobe 32 rest on, that IVF-PQ
 nprobe while queries/s fall, on every dataset of the profile."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 
-from ..core import claims, records
+from ..core import claims
+from . import analysis
+from .params import Params
 
 RECORDS = ("recall",)
 
 
-def build(inputs: dict[str, list[Path]], params: dict, profile: str) -> list[claims.Claim]:
-    df = pd.concat([records.read(p) for p in inputs["recall"]], ignore_index=True)
-    m = df[df.phase == "measured"]
-    k = max(params["k"])
-    per = m.groupby(["dataset", "nprobe"]).agg(recall=(f"recall_at_{k}", "first"), qps=("qps", "median"))
+def build(data: dict[str, pd.DataFrame], params: Params, profile: str) -> list[claims.Claim]:
+    m = analysis.measured(data["recall"])
+    k = max(params.k)
+    per = analysis.per_setting(m, k)
     rising = [float(np.all(np.diff(g["recall"].to_numpy()) >= -1e-9)) for _, g in per.groupby(level=0)]
     falling = [float(g["qps"].iloc[-1] < g["qps"].iloc[0]) for _, g in per.groupby(level=0)]
     share = float(np.mean([r * f for r, f in zip(rising, falling)]))

@@ -3,13 +3,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import pandas as pd
 
-from ..core import plotting, records
-from ..core.figures import Registry
-
-FIGURES = Registry()
+from ...core import plotting
+from ...core.figures import figure
+from .. import analysis
 
 CAPTION = """IVF-PQ k-recall@k (k = {ks}) and queries/s against nprobe, per dataset ({datasets}), profile
 ``{profile}``. Measured on {cpu} with {threads} thread(s); queries/s is the median of {repeats}
@@ -18,21 +16,14 @@ ESPN Figure 5 and of Chameleon's choice of nprobe; the papers report no value fo
 this scale, so no paper value is drawn."""
 
 
-@FIGURES.figure("recall_vs_nprobe", records=("recall",), title="recall and queries/s against nprobe")
-def recall_vs_nprobe(inputs: dict[str, list[Path]], out_png: Path) -> list[Path]:
-    plotting.apply_style()
-    frames = [records.read(p) for p in inputs["recall"]]
-    prov = frames[0].attrs["provenance"]
-    df = pd.concat(frames, ignore_index=True)
-    df = df[df.phase == "measured"]
-    recall_cols = sorted((c for c in df if c.startswith("recall_at_")), key=lambda c: int(c.rsplit("_", 1)[1]))
-    ks = [c.rsplit("_", 1)[1] for c in recall_cols]
-    rec = (df.groupby(["dataset", "nprobe"])[recall_cols].first().reset_index()
-           .melt(id_vars=["dataset", "nprobe"], var_name="k", value_name="recall"))
-    rec["k"] = rec["k"].str.replace("recall_at_", "recall@")
-    q = df.groupby(["dataset", "nprobe"])["qps"].agg(["median", "min", "max"]).reset_index()
+@figure("recall_vs_nprobe", records=("recall",), title="recall and queries/s against nprobe")
+def recall_vs_nprobe(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
+    prov = data["recall"].attrs["provenance"]
+    df = analysis.measured(data["recall"])
+    ks = [c.rsplit("_", 1)[1] for c in analysis.recall_columns(df)]
+    rec, q = analysis.recall_long(df), analysis.qps(df)
 
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
+    fig, (a1, a2) = plotting.start(2, w=5, h=4)
     from matplotlib.lines import Line2D
 
     # colour = recall@k, line style and marker = dataset; two titled legends below the panel

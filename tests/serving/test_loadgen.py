@@ -6,7 +6,7 @@ import asyncio
 import numpy as np
 import pytest
 
-from bench.core import loadgen
+from bench.serving import loadgen
 from bench.core.errors import ConfigError
 
 

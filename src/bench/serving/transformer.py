@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from .errors import ConfigError
+from ..core.errors import ConfigError
 
 
 @dataclasses.dataclass(frozen=True)

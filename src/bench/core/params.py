@@ -1,0 +1,109 @@
+"""Typed parameters: a study's profile section as a frozen dataclass, built once after validation.
+
+A study's ``params.py`` declares ``Params`` (and nested sections) as frozen dataclasses whose fields
+name the keys of ``experiments/schema/<study>.yaml``. Defaults live in the schema only: the schema
+validation (:mod:`bench.core.config`) fills them, then :func:`build` turns the section into the dataclass.
+A field's type hint says how its value is built:
+
+- a dataclass: the nested section;
+- ``dict[str, X]`` with a dataclass ``X``: each value built as ``X``;
+- ``tuple[X, ...]``: the list as a tuple (of built ``X`` where ``X`` is a dataclass);
+- ``X | None``: ``None`` where the key is absent (a schema key without a default);
+- anything else: the value as validated.
+
+:func:`schema_mismatch` lists the keys the schema and the dataclass disagree on; the contract test
+holds every study to none.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import types
+import typing
+from typing import Any, Mapping
+
+from .errors import ConfigError
+
+
+@functools.lru_cache(maxsize=None)
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _optional(hint: Any) -> Any | None:
+    """``X`` of ``X | None`` (or ``Optional[X]``), else None."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        if len(args) == 1 and len(typing.get_args(hint)) == 2:
+            return args[0]
+    return None
+
+
+def _value(hint: Any, value: Any, where: str) -> Any:
+    inner = _optional(hint)
+    if inner is not None:
+        return None if value is None else _value(inner, value, where)
+    if dataclasses.is_dataclass(hint):
+        return build(hint, value, where)
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is dict and len(args) == 2 and dataclasses.is_dataclass(args[1]):
+        return types.MappingProxyType({k: build(args[1], v, f"{where}.{k}") for k, v in value.items()})
+    if origin is tuple and args and args[-1] is Ellipsis:
+        return tuple(_value(args[0], v, f"{where}[{i}]") for i, v in enumerate(value))
+    if origin is dict:
+        return types.MappingProxyType(dict(value))
+    return value
+
+
+def build(cls: type, section: Mapping[str, Any], where: str | None = None) -> Any:
+    """``cls`` (a frozen dataclass) from a validated section: every field from the key of its name."""
+    where = where or cls.__name__
+    if not isinstance(section, Mapping):
+        raise ConfigError(f"{where}: expected a mapping, got {type(section).__name__}")
+    hints = _hints(cls)
+    unknown = set(section) - {f.name for f in dataclasses.fields(cls)}
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}")
+    kwargs = {}
+    for f in dataclasses.fields(cls):
+        hint = hints[f.name]
+        if f.name not in section:
+            if _optional(hint) is None:
+                raise ConfigError(f"{where}.{f.name}: missing (the schema gives it no default)")
+            kwargs[f.name] = None
+            continue
+        kwargs[f.name] = _value(hint, section[f.name], f"{where}.{f.name}")
+    return cls(**kwargs)
+
+
+def schema_mismatch(cls: type, schema: Mapping[str, Any], where: str = "") -> list[str]:
+    """Keys the schema section and the dataclass disagree on (recursing into nested sections)."""
+    props = schema.get("properties", {})
+    fields = {f.name for f in dataclasses.fields(cls)}
+    out = [f"{where}{k}: in the schema, not in {cls.__name__}" for k in sorted(set(props) - fields)]
+    out += [f"{where}{k}: in {cls.__name__}, not in the schema" for k in sorted(fields - set(props))]
+    hints = _hints(cls)
+    for name in sorted(fields & set(props)):
+        hint = _optional(hints[name]) or hints[name]
+        sub = props[name]
+        if dataclasses.is_dataclass(hint):
+            out += schema_mismatch(hint, sub, f"{where}{name}.")
+        elif typing.get_origin(hint) is dict and dataclasses.is_dataclass(typing.get_args(hint)[-1]):
+            item = sub.get("additionalProperties")
+            if isinstance(item, dict):
+                out += schema_mismatch(typing.get_args(hint)[-1], item, f"{where}{name}.*.")
+        elif (typing.get_origin(hint) is tuple and typing.get_args(hint)
+              and dataclasses.is_dataclass(typing.get_args(hint)[0])):
+            out += schema_mismatch(typing.get_args(hint)[0], sub.get("items", {}), f"{where}{name}[].")
+    return out
+
+
+def as_dict(obj: Any) -> Any:
+    """A built ``Params`` back to plain JSON-able values (for provenance)."""
+    if dataclasses.is_dataclass(obj):
+        return {f.name: as_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, Mapping):
+        return {k: as_dict(v) for k, v in obj.items()}
+    if isinstance(obj, (tuple, list)):
+        return [as_dict(v) for v in obj]
+    return obj

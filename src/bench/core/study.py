@@ -1,0 +1,139 @@
+"""A study's declaration: ``STUDY = Study(...)`` in ``bench/<study>/__init__.py``.
+
+Everything the CLI, the rule files and the contract test need is read from it:
+
+- ``params``: the frozen dataclass of the study's profile section (:mod:`bench.core.params`);
+- ``steps``: the steps found in the study's ``steps/`` package. Each step module declares its step
+  once with :func:`step`: its name, what it ``needs`` (``--input`` keys: the ``manifest`` of a
+  dataset, what a build or another step ``writes``, or one of the study's ``externals``) and the record
+  kind it ``writes``. A build (``kind="build"``) writes files the measurement steps read, not records;
+- ``figures`` and ``claims``: the modules holding the figure registry and the claims (imported only
+  when a figure or claims command runs, so a measurement job never imports matplotlib).
+
+Adding a step is one file in ``steps/`` plus its keys in the profile section (docs/adding-a-study.md).
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import pkgutil
+from typing import Callable, Iterator
+
+DATASET_INPUT = "manifest"   # the prepared dataset a step measures (workflows/data.smk makes it)
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """One step: ``fn(ctx)`` measures and returns a :class:`bench.core.step.Result` (``kind="measure"``)
+    or writes what ``ctx.out`` names (``kind="build"``)."""
+
+    name: str
+    fn: Callable
+    needs: tuple[str, ...]
+    optional: tuple[str, ...]
+    writes: str
+    kind: str = "measure"
+
+    def __call__(self, ctx):
+        return self.fn(ctx)
+
+
+def step(name: str, *, needs: tuple[str, ...] = (), optional: tuple[str, ...] = (), writes: str | None = None,
+         kind: str = "measure") -> Callable[[Callable], Callable]:
+    """Declare a step in its module: ``@step("recall", needs=("manifest", "index"), writes="recall")``.
+    A need may be a glob (``index_*``) where a step reads one file per dataset. ``writes`` defaults to the
+    step's name."""
+    if kind not in ("measure", "build"):
+        raise ValueError(f"step {name}: kind must be measure or build, not {kind!r}")
+
+    def mark(fn: Callable) -> Callable:
+        fn.step = Step(name, fn, tuple(needs), tuple(optional), writes or name, kind)
+        fn.reads, fn.optional_reads = tuple(needs), tuple(optional)   # what bench.core.doors checks
+        return fn
+    return mark
+
+
+class Steps:
+    """The steps of one package, found by importing each module in it (``inputs`` and modules whose
+    name starts with ``_`` hold shared helpers, not steps). Ordered by module name."""
+
+    def __init__(self, package: str) -> None:
+        self.package = package
+        self._steps: dict[str, Step] | None = None
+
+    def _load(self) -> dict[str, Step]:
+        if self._steps is None:
+            pkg = importlib.import_module(self.package)
+            found: dict[str, Step] = {}
+            for m in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+                if m.name.startswith("_") or m.name == "inputs":
+                    continue
+                mod = importlib.import_module(f"{self.package}.{m.name}")
+                for obj in vars(mod).values():
+                    s = getattr(obj, "step", None)
+                    if isinstance(s, Step) and getattr(obj, "__module__", None) == mod.__name__:
+                        if s.name in found:
+                            raise ValueError(f"{self.package}: step {s.name!r} declared twice")
+                        found[s.name] = s
+            self._steps = found
+        return self._steps
+
+    def __getitem__(self, name: str) -> Step:
+        return self._load()[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._load()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._load())
+
+    def __len__(self) -> int:
+        return len(self._load())
+
+    def measures(self) -> dict[str, Step]:
+        return {n: s for n, s in self._load().items() if s.kind == "measure"}
+
+    def builds(self) -> dict[str, Step]:
+        return {n: s for n, s in self._load().items() if s.kind == "build"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Study:
+    """What a study is, declared once."""
+
+    name: str                  # the package (``ivf_recall``) and the profile section
+    cli: str                   # the command: ``bench <cli> ...``
+    help: str
+    params: type               # the frozen Params dataclass
+    steps: Steps
+    figures: str               # module holding FIGURES (a bench.core.figures.Registry)
+    claims: str | None         # module holding RECORDS and build(data, params, profile)
+    externals: tuple[str, ...] = ()    # --input keys that come from outside the pipeline
+    verbs: Callable | None = None      # adds internal verbs (a worker, a server) to ``bench <cli>``
+
+    def parameters(self, section: dict):
+        """The typed ``Params`` of a profile section: validated against the study's schema (defaults filled)
+        then built (what a step, a figure test or a notebook is given)."""
+        from . import config, params
+
+        return params.build(self.params, config.validate_section(self.name, dict(section)), self.name)
+
+    def producers(self) -> dict[str, str]:
+        """need -> what provides it: a step's ``writes``, the dataset manifest or a declared external."""
+        out = {DATASET_INPUT: "dataset", **{e: "external" for e in self.externals}}
+        out.update({s.writes: n for n, s in self.steps._load().items()})
+        return out
+
+    def unproduced(self) -> list[str]:
+        """``step: need`` pairs with nothing to provide them (globs match a producer by prefix)."""
+        prod = self.producers()
+        bad = []
+        for n in self.steps:
+            s = self.steps[n]
+            for need in (*s.needs, *s.optional):
+                stem = need[:-1]
+                ok = need in prod or (need.endswith("*") and any(p.startswith(stem) or p == stem.rstrip("_")
+                                                                 for p in prod))
+                if not ok:
+                    bad.append(f"{n}: {need}")
+        return bad

@@ -1,0 +1,2 @@
+"""The steps of the recall chain: ``index`` (build) and ``recall`` (measure); found by
+:class:`bench.core.study.Steps`."""
