@@ -152,7 +152,7 @@ def place(tmp_path_factory):
 
     from bench.core import records
     from bench.data import synthetic
-    from bench.loaders import collection as C, model as M
+    from bench.loaders.system import bert_cat as M, collection as C
 
     tmp = tmp_path_factory.mktemp("doors")
     (tmp / "manifest.json").write_text(json.dumps({"name": "tiny-sift", "kind": "vectors", "files": {}}))

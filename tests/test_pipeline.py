@@ -52,7 +52,7 @@ def test_micro_profile_end_to_end_with_a_user_dataset(repo, tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     fig = tmp_path / "figures/micro/ivf_recall/recall_vs_nprobe.png"
     assert fig.exists() and fig.with_suffix(".pdf").exists()
-    assert (tmp_path / "results/micro/benchmarks/ivf_recall/measure_mine.tsv").exists()
+    assert (tmp_path / "results/micro/benchmarks/ivf_recall/recall_mine.tsv").exists()
 
     df = records.read(tmp_path / "results/micro/ivf_recall/recall_mine.parquet")
     assert df.attrs["provenance"]["profile"] == "micro"
@@ -70,7 +70,7 @@ def test_micro_profile_end_to_end_with_a_user_dataset(repo, tmp_path):
 
     # restyling a figure reruns only plotting, never a measurement
     r = _snakemake(repo, tmp_path, "--configfile", str(prof), "-n", "--forcerun", "ivf_recall_figures")
-    assert "ivf_recall_figures" in r.stdout and "ivf_recall_measure" not in r.stdout
+    assert "ivf_recall_figures" in r.stdout and "ivf_recall_recall" not in r.stdout
 
 
 def test_bad_config_fails_before_any_rule_runs(repo, tmp_path):
@@ -151,7 +151,7 @@ def test_the_readmes_recovery_after_kill_works(repo, tmp_path):
     assert not (locks.is_dir() and any(locks.iterdir()))
     r = readme("--rerun-incomplete", "-n")
     assert r.returncode == 0, r.stderr[-2000:]
-    assert "cannot be locked" not in r.stdout + r.stderr and "ivf_recall_measure" in r.stdout
+    assert "cannot be locked" not in r.stdout + r.stderr and "ivf_recall_recall" in r.stdout
 
 
 def test_a_truncated_user_file_fails_at_validation_with_both_sizes(repo, tmp_path):

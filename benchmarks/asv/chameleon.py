@@ -8,7 +8,8 @@ import time
 import numpy as np
 import torch
 
-from bench.chameleon import fpga_model, paper_values, pqscan, priority_queue
+from bench.chameleon import paper_values
+from bench.chameleon.system import fpga_model, pqscan, priority_queue
 
 from ._fixtures import ivfpq, sift_like
 
@@ -78,12 +79,11 @@ class FPGAModel:
 
     def track_latency_points_within_20pct(self):
         """Share of the authors' uncalibrated FPGA latency medians (all batch sizes) the model hits within 20%."""
-        from bench.chameleon import runner
-        from bench.core import config as cfgmod
+        from bench.chameleon import STUDY
         from bench.core.step import Context
 
-        ctx = Context("chameleon", "model", cfgmod.validate_section("chameleon", {}), "asv", 0, 1, "unused")
-        df = runner.STEPS["model"](ctx).records
+        ctx = Context("chameleon", "model", STUDY.parameters({}), "asv", 0, 1, "unused")
+        df = STUDY.steps["model"].fn(ctx).records
         lat = df[(df.kind == "latency_ms") & ~df.calibration]
         return float((lat.rel_error.abs() <= 0.2).mean())
 

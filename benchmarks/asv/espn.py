@@ -14,7 +14,7 @@ import tempfile
 import numpy as np
 
 from bench.core import measure
-from bench.espn import aio, ann, backends, encoders, layout, maxsim, pipeline
+from bench.espn.system import aio, backends, candidates, encoders, layout, maxsim, pipeline
 
 from ._fixtures import THREADS
 
@@ -32,7 +32,7 @@ def _table():
     cls, bows = encoders.synthetic_filler(N_DOCS, 1, seeds)
     path = os.path.join(d, "t.espn")
     layout.write_table(path, cls, bows)
-    index = ann.build(cls, "ivfflat", 128, seed=0)
+    index = candidates.build(cls, "ivfflat", 128, seed=0)
     q = cls[:50] + 0.05 * rng.standard_normal((50, 128)).astype(np.float32)
     qt = [rng.standard_normal((8, 32)).astype(np.float32) for _ in range(50)]
     return path, index, q, qt
@@ -87,8 +87,8 @@ class Prefetcher:
         self.path, self.index, self.q, self.qt = _table()
 
     def track_hit_rate_step30(self):
-        (Da, Ia), (D, I) = ann.staged(self.index, self.q, 32, ann.delta_for(32, 0.3), 1000)
-        return float(ann.hit_rate(Ia, I).mean())
+        (Da, Ia), (D, I) = candidates.staged(self.index, self.q, 32, candidates.delta_for(32, 0.3), 1000)
+        return float(candidates.hit_rate(Ia, I).mean())
 
     track_hit_rate_step30.unit = "fraction"
 

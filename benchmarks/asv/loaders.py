@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 
 from bench.data import synthetic
-from bench.loaders import collection, memory
-from bench.loaders.stores import make_store
+from bench.loaders.system import collection
+from bench.loaders.system import footprint
+from bench.loaders.system.stores import make_store
 
 
 @functools.lru_cache(maxsize=None)
@@ -38,9 +39,9 @@ class Lookup:
 
     def track_open_footprint_mb(self, loader):
         """This process's PSS growth when the loader opens (the dict for in-memory, an index otherwise)."""
-        before = memory.own_pss()
+        before = footprint.own_pss()
         s = make_store(loader, _bundle()).open()
-        grown = memory.own_pss() - before
+        grown = footprint.own_pss() - before
         del s
         return grown / 2**20
 

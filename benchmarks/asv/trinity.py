@@ -10,14 +10,14 @@ from ._fixtures import sift_like
 
 @functools.lru_cache(maxsize=None)
 def _graph():
-    from bench.trinity import graph
+    from bench.trinity.system import graph
 
     xb, _, _ = sift_like()
     return graph.build_graph(xb, graph.GraphParams(degree=32, knn_degree=64), seed=0)
 
 
 def _engine(capacity: int, top_m: int = 64):
-    from bench.trinity.engine import ExtendEngine
+    from bench.trinity.system.engine import ExtendEngine
 
     xb, _, _ = sift_like()
     return ExtendEngine(xb, _graph(), capacity=capacity, top_m_max=top_m, chunk=min(256, capacity * 32))

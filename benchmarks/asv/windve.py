@@ -7,8 +7,8 @@ import time
 
 import numpy as np
 
-from bench.windve import estimator
-from bench.windve.queue_manager import QueueManager
+from bench.windve.system import estimator
+from bench.windve.system.queue_manager import QueueManager
 
 
 class QueueManagerDispatch:
@@ -47,8 +47,9 @@ class ServiceEmbedOne:
     def setup(self):
         from aiohttp import web
 
-        from bench.windve.service import EmbeddingService, make_app
-        from bench.windve.settings import ServiceConfig, free_port
+        from bench.windve.system.app import make_app
+        from bench.windve.system.service import EmbeddingService
+        from bench.windve.system.service_config import ServiceConfig, free_port
 
         self.loop = asyncio.new_event_loop()
         self.svc = EmbeddingService(ServiceConfig(acc_depth=8, cpu_depth=8))

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from bench.chameleon import pqscan
+from bench.chameleon.system import pqscan
 from bench.core import measure
 from bench.data import synthetic
 from bench.ann import ivf

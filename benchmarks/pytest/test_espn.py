@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from bench.core import devices, measure
-from bench.espn import ann, backends, encoders, layout, maxsim, pipeline
+from bench.espn.system import backends, candidates, encoders, layout, maxsim, pipeline
 
 
 @pytest.fixture(scope="module")
@@ -17,7 +17,7 @@ def setup(tmp_path_factory):
     cls, bows = encoders.synthetic_filler(5000, 1, rng.standard_normal((100, 128)).astype(np.float32))
     path = tmp_path_factory.mktemp("espn") / "t.espn"
     layout.write_table(path, cls, bows)
-    index = ann.build(cls, "ivfflat", 64, seed=0)
+    index = candidates.build(cls, "ivfflat", 64, seed=0)
     q = cls[:5] + 0.05 * rng.standard_normal((5, 128)).astype(np.float32)
     qt = [rng.standard_normal((8, 32)).astype(np.float32) for _ in range(5)]
     return path, index, q, qt

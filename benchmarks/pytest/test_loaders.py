@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from bench.data import synthetic
-from bench.loaders import collection, memory
-from bench.loaders.stores import make_store
+from bench.loaders.system import collection
+from bench.loaders.system import footprint
+from bench.loaders.system.stores import make_store
 
 
 @pytest.fixture(scope="module")
@@ -23,8 +24,8 @@ def bundle(tmp_path_factory):
 @pytest.mark.parametrize("loader", ["in-memory", "indexed", "ir_datasets", "arrow"])
 def test_random_lookups(benchmark, bundle, loader):
     d, ids = bundle
-    before = memory.own_pss()
+    before = footprint.own_pss()
     store = make_store(loader, d).open()
-    benchmark.extra_info["open_footprint_mib"] = (memory.own_pss() - before) / 2**20
+    benchmark.extra_info["open_footprint_mib"] = (footprint.own_pss() - before) / 2**20
     texts = benchmark(lambda: [store.get(i) for i in ids])
     assert len(texts) == len(ids) and all(texts)

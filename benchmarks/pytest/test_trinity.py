@@ -10,7 +10,7 @@ from bench.data import groundtruth, synthetic
 
 @pytest.fixture(scope="module")
 def setup():
-    from bench.trinity import graph
+    from bench.trinity.system import graph
 
     measure.set_threads(1)
     xb, xq = synthetic.sift_like(5_000, 0, 64)
@@ -20,7 +20,7 @@ def setup():
 
 @pytest.mark.parametrize("capacity", [1, 64])
 def test_extend(benchmark, setup, capacity):
-    from bench.trinity.engine import ExtendEngine
+    from bench.trinity.system.engine import ExtendEngine
 
     xb, xq, gt, g = setup
     eng = ExtendEngine(xb, g, capacity=capacity, top_m_max=64, max_iters=10_000, chunk=min(256, capacity * 24))

@@ -27,7 +27,7 @@ def study_names() -> list[str]:
 
     return sorted(m.name for m in pkgutil.iter_modules(bench.__path__)
                   if m.ispkg and m.name not in NOT_STUDIES
-                  and any((Path(bench.__path__[0]) / m.name / f).exists() for f in ("params.py", "cli.py")))
+                  and (Path(bench.__path__[0]) / m.name / "params.py").exists())
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
@@ -63,11 +63,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     for name in wanted:
         from .core import studycli
 
-        pkg = importlib.import_module(f"bench.{name}")
-        if hasattr(pkg, "STUDY"):
-            studycli.register(sub, pkg.STUDY)
-        else:  # TRANSITION (#16): a study not yet declared with STUDY
-            importlib.import_module(f"bench.{name}.cli").register(sub)
+        studycli.register(sub, importlib.import_module(f"bench.{name}").STUDY)
     return p
 
 

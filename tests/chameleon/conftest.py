@@ -24,8 +24,9 @@ def small_index():
 
 
 @pytest.fixture(scope="session")
-def study_params():
-    """The chameleon section, validated, shrunk so every step runs in seconds."""
+def study_section():
+    """The chameleon section, validated (defaults filled), shrunk so every step runs in seconds: what a
+    step's provenance records as its config."""
     from bench.core import config as cfgmod
 
     return cfgmod.validate_section("chameleon", {
@@ -46,11 +47,18 @@ def study_params():
 
 
 @pytest.fixture(scope="session")
-def study_records(tmp_path_factory, study_params):
+def study_params(study_section):
+    """The same section as the study's typed parameters."""
+    from bench.chameleon import STUDY
+
+    return STUDY.parameters(study_section)
+
+
+@pytest.fixture(scope="session")
+def study_records(tmp_path_factory, study_params, study_section):
     """Every step of the study run through bench.core.step.execute on two small synthetic datasets:
     ``{kind: [record paths]}``, as the rule file hands them to the figure and claims commands."""
-    from bench.chameleon import runner
-    from bench.chameleon.steps_search import build_index
+    from bench.chameleon import STUDY
     from bench.core import measure
     from bench.core.step import Context, execute
     from bench.data import prepared
@@ -64,10 +72,11 @@ def study_records(tmp_path_factory, study_params):
     for name, spec in specs.items():
         man[name] = str(prepared.prepare(name, spec, profile="t", data_dir=tmp, seed=3))
         idx[name] = str(tmp / f"{name}.faiss")
-        build_index(Context("chameleon", "build", p, "t", 3, 1, idx[name], {"manifest": [man[name]]}, name))
+        STUDY.steps["index"](Context("chameleon", "index", p, "t", 3, 1, idx[name], {"manifest": [man[name]]}, name))
 
     def run(step, out, inputs, dataset=None):
-        return str(execute(Context("chameleon", step, p, "t", 3, 1, tmp / out, inputs, dataset), runner.STEPS[step]))
+        return str(execute(Context("chameleon", step, p, "t", 3, 1, tmp / out, inputs, dataset, study_section),
+                           STUDY.steps[step].fn))
 
     one = lambda d: {"manifest": [man[d]], "index": [idx[d]]}  # noqa: E731
     rec = {"search": [run("search", f"search_{d}.parquet", one(d), d) for d in specs],

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from bench.chameleon import exact
+from bench.chameleon.system import exact
 from bench.core.errors import ConfigError
 
 

@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from bench.chameleon import fpga_model, paper_values
+from bench.chameleon import paper_values
+from bench.chameleon.system import fpga_model
 from bench.core.errors import ConfigError
 
 

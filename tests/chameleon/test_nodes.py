@@ -5,7 +5,7 @@ import time
 import numpy as np
 import pytest
 
-from bench.chameleon import coordinator as co, pqscan, protocol as P
+from bench.chameleon.system import coordinator as co, pqscan, protocol as P
 from bench.core.errors import ConfigError
 
 pytestmark = pytest.mark.network

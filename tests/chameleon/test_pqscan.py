@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from bench.chameleon import pqscan
+from bench.chameleon.system import pqscan
 from bench.core.errors import ConfigError
 
 

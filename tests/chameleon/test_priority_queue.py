@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from bench.chameleon import paper_values, priority_queue as pq
+from bench.chameleon import paper_values
+from bench.chameleon.system import priority_queue as pq
 
 
 def test_binomial_model_reproduces_the_authors_lengths():

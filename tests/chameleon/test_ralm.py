@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from bench.chameleon import ralm
+from bench.chameleon.system import ralm
 from bench.core.errors import ConfigError
 
 

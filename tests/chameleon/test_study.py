@@ -2,20 +2,22 @@
 import pandas as pd
 import pytest
 
-from bench.chameleon import claims, paper_values, runner
+from bench.chameleon import STUDY, claims, paper_values
 from bench.core import claims as core_claims, config as cfgmod, records
 from bench.core.step import Context, execute
 
 
+SECTION = {"queue": {"sim_queries": 60, "sim_max_vectors": 1500, "units": [4, 8, 16]}}
+
+
 @pytest.fixture(scope="module")
 def params():
-    p = cfgmod.validate_section("chameleon", {})
-    p["queue"].update({"sim_queries": 60, "sim_max_vectors": 1500, "units": [4, 8, 16]})
-    return p
+    return STUDY.parameters(SECTION)
 
 
 def _run(step, params, out, inputs=None):
-    return execute(Context("chameleon", step, params, "test", 1, 1, out, inputs or {}), runner.STEPS[step])
+    return execute(Context("chameleon", step, params, "test", 1, 1, out, inputs or {},
+                           section=cfgmod.validate_section("chameleon", SECTION)), STUDY.steps[step].fn)
 
 
 def test_paper_values_load_from_the_package():
@@ -38,11 +40,11 @@ def test_schema_defaults_and_bad_config():
 
 
 def test_a_dataset_without_pq_m_is_refused_before_work():
-    from bench.chameleon.steps_search import index_params
+    from bench.chameleon.steps.inputs import index_shape
 
-    p = cfgmod.validate_section("chameleon", {"datasets": ["mine"], "pq_m": {}})
+    p = STUDY.parameters({"datasets": ["mine"], "pq_m": {}})
     with pytest.raises(cfgmod.ConfigError, match="pq_m"):
-        index_params(p, "mine", 1000)
+        index_shape(p, "mine", 1000)
 
 
 def test_model_and_queue_steps(tmp_path, params):
@@ -73,7 +75,7 @@ EXPECTED = {"fpga-cpu-vs-cpu-latency", "fpga-gpu-vs-cpu-latency", "energy-effici
 
 
 def test_claims_rows_from_records(study_records, study_params, tmp_path):
-    rows = claims.build({k: study_records[k] for k in (*claims.RECORDS, "ralm")}, study_params, "t")
+    rows = claims.build(records.read_kinds({k: study_records[k] for k in (*claims.RECORDS, "ralm")}), study_params, "t")
     df = core_claims.frame(rows).set_index("claim_id")
     assert set(df.index) == EXPECTED
     assert df.loc["fpga-cpu-vs-cpu-latency", "source"] == "modelled"
@@ -91,7 +93,7 @@ def test_claims_rows_from_records(study_records, study_params, tmp_path):
 
 def _assert_gpu_rows_as_this_machine_gives(df, params):
     """The GPU rows say what this machine gives, never the CPU-only outcome hard-coded. The configurations
-    decide at run time (configs.SearchConfig.available: cpu-gpu and fpga-gpu need CUDA) and claims.py
+    decide at run time (backends.SearchConfig.available: cpu-gpu and fpga-gpu need CUDA) and claims.py
     turns that into the row: with CUDA, fpga-gpu (coarse on the GPU, ChamVS node modelled) is ``modelled``
     and cpu-gpu ``measured``, each with a value; without, both are ``not_run`` naming CUDA. The RALM rows
     compare fpga-gpu with cpu-gpu: they are ``not_run`` here on every machine (the fixture's ralm.configs
@@ -102,14 +104,14 @@ def _assert_gpu_rows_as_this_machine_gives(df, params):
     for cid, config, ran_as in (("fpga-gpu-vs-cpu-latency", "fpga-gpu", "modelled"),
                                 ("cpu-gpu-vs-cpu-latency", "cpu-gpu", "measured")):
         row = df.loc[cid]
-        assert config in params["configs"]
+        assert config in params.configs
         if cuda:
             assert row.source == ran_as and not pd.isna(row.ours), (cid, row.source, row.reason)
         else:
             assert row.source == "not_run" and pd.isna(row.ours) and "CUDA" in row.reason, (cid, row.reason)
         if row.source in ("modelled", "not_run"):
             assert row.verdict == core_claims.NEEDS_HARDWARE
-    ralm_ran = {c for c in params["ralm"]["configs"] if cuda or c in ("cpu", "fpga-cpu", "torch-cpu")}
+    ralm_ran = {c for c in params.ralm.configs if cuda or c in ("cpu", "fpga-cpu", "torch-cpu")}
     assert "cpu-gpu" not in ralm_ran
     missing = ", ".join(c for c in ("fpga-gpu", "cpu-gpu") if c not in ralm_ran)
     for cid in ("ralm-latency-vs-cpu-gpu", "ralm-throughput-vs-cpu-gpu"):
@@ -119,7 +121,7 @@ def _assert_gpu_rows_as_this_machine_gives(df, params):
 
 
 def test_claims_without_ralm_say_not_run(study_records, study_params):
-    rows = claims.build({k: study_records[k] for k in claims.RECORDS}, study_params, "t")
+    rows = claims.build(records.read_kinds({k: study_records[k] for k in claims.RECORDS}), study_params, "t")
     r = {c.claim_id: c for c in rows}["ralm-latency-vs-cpu-gpu"]
     assert r.source == "not_run" and "disabled" in r.reason
 
@@ -146,7 +148,7 @@ def test_cli_registers_the_study_with_the_standard_verbs():
 
 
 def test_energy_meter_without_counters_reports_none():
-    from bench.chameleon import energy
+    from bench.chameleon.system import energy
 
     c = energy.power_counters()
     assert set(c) == {"rapl", "nvml"}

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from bench.core import cgroups
-from bench.espn import memory as espn_memory
-from bench.espn.errors import BackendUnavailable
-from bench.loaders import memory as loaders_memory
-from bench.loaders.errors import ConfigError
+from bench.espn.system import memory_budget as espn_memory, slow_ssd as espn_ssd
+from bench.espn.system.backends import BackendUnavailable
+from bench.loaders.system import footprint as loaders_memory
+from bench.loaders.system.errors import ConfigError
 
 V2_ALL = "cpuset cpu io memory hugetlb pids"
 
@@ -128,10 +128,10 @@ def test_why_no_controller_in_either_hierarchy(tmp_path, monkeypatch):
 
 def test_why_no_io_controller_for_the_throttle(tmp_path, monkeypatch):
     _v2(tmp_path, monkeypatch, controllers="cpu memory pids")
-    monkeypatch.setattr(espn_memory, "block_device_of", lambda path: "8:0")
+    monkeypatch.setattr(espn_ssd, "block_device_of", lambda path: "8:0")
     with pytest.raises(BackendUnavailable, match=r"cgroup read throttle \(blkio v1 / io.max v2\) unavailable: "
                        "no io controller in either hierarchy"):
-        espn_memory.BlkioThrottle(tmp_path, 100)
+        espn_ssd.BlkioThrottle(tmp_path, 100)
 
 
 def test_why_not_writable(tmp_path, monkeypatch):
@@ -143,7 +143,7 @@ def test_why_not_writable(tmp_path, monkeypatch):
 def test_why_v1_without_the_throttle_file(tmp_path, monkeypatch):
     root = _v1(tmp_path, monkeypatch)
     (root / "blkio/blkio.throttle.read_iops_device").unlink()
-    ok, why = cgroups.available("io", espn_memory.THROTTLE_V1)
+    ok, why = cgroups.available("io", espn_ssd.THROTTLE_V1)
     assert not ok and why == f"cgroup v1 blkio folder {root / 'blkio'} has no blkio.throttle.read_iops_device"
 
 
@@ -252,8 +252,8 @@ def test_io_max_line_format():
 def test_v2_read_throttle_writes_io_max(tmp_path, monkeypatch):
     root = _v2(tmp_path, monkeypatch)
     FakeKernel(root, monkeypatch)
-    monkeypatch.setattr(espn_memory, "block_device_of", lambda path: "8:0")
-    with espn_memory.BlkioThrottle(tmp_path, 2000, bps=50 << 20) as th:
+    monkeypatch.setattr(espn_ssd, "block_device_of", lambda path: "8:0")
+    with espn_ssd.BlkioThrottle(tmp_path, 2000, bps=50 << 20) as th:
         assert (th.path / "io.max").read_text() == f"8:0 riops=2000 rbps={50 << 20}"
         assert th.read_iops() == 2000
         assert "io" in (root / "cgroup.subtree_control").read_text().split()
@@ -264,9 +264,9 @@ def test_v2_throttle_inside_the_cap_shares_its_group(tmp_path, monkeypatch):
     """A process has one v2 group: ESPN's worker throttles reads in the group of its memory cap."""
     root = _v2(tmp_path, monkeypatch)
     FakeKernel(root, monkeypatch)
-    monkeypatch.setattr(espn_memory, "block_device_of", lambda path: "8:0")
+    monkeypatch.setattr(espn_ssd, "block_device_of", lambda path: "8:0")
     with espn_memory.CgroupCap(64 << 20) as cap:
-        with espn_memory.BlkioThrottle(tmp_path, 500) as th:
+        with espn_ssd.BlkioThrottle(tmp_path, 500) as th:
             assert th.shared and th.path == cap.path
             assert (cap.path / "io.max").read_text() == "8:0 riops=500"
             assert (cap.path / "memory.max").read_text() == str(64 << 20)
@@ -290,8 +290,8 @@ def test_v1_memory_cap_and_throttle_files(tmp_path, monkeypatch):
         cap.reset_peak()
         assert (cap.path / "memory.max_usage_in_bytes").read_text() == "0"
     assert (mem / "cgroup.procs").read_text() == str(os.getpid())  # back in the parent
-    monkeypatch.setattr(espn_memory, "block_device_of", lambda path: "254:0")
-    with espn_memory.BlkioThrottle(tmp_path, 700, bps=1 << 20) as th:
+    monkeypatch.setattr(espn_ssd, "block_device_of", lambda path: "254:0")
+    with espn_ssd.BlkioThrottle(tmp_path, 700, bps=1 << 20) as th:
         assert th.path.parent == root / "blkio" and th.read_iops() == 700
         assert (th.path / "blkio.throttle.read_iops_device").read_text() == "254:0 700"
         assert (th.path / "blkio.throttle.read_bps_device").read_text() == f"254:0 {1 << 20}"

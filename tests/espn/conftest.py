@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.espn import encoders, layout
+from bench.espn.system import encoders, layout
 
 
 def _records(n, seed=0):
@@ -26,11 +26,11 @@ def table(tmp_path):
 
 @pytest.fixture(scope="module")
 def small_index():
-    from bench.espn import ann
+    from bench.espn.system import candidates
 
     rng = np.random.default_rng(1)
     cls, _ = encoders.synthetic_filler(3000, 1, rng.standard_normal((40, 128)).astype(np.float32))
-    return ann.build(cls, "ivfflat", 32, seed=0), cls
+    return candidates.build(cls, "ivfflat", 32, seed=0), cls
 
 
 @pytest.fixture(autouse=True)

@@ -1,25 +1,25 @@
 import numpy as np
 import pytest
 
-from bench.espn import ann, backends, encoders, layout, pipeline
-from bench.espn.errors import PrefetchConfigError
+from bench.espn.system import backends, candidates, encoders, layout, pipeline
+from bench.espn.system.candidates import PrefetchConfigError
 
 
 def test_staged_search_equals_full_search(small_index):
     index, cls = small_index
     q = cls[:20] + 0.01
-    (Da, Ia), (D, I) = ann.staged(index, q, 16, 4, 50)
-    Df, If = ann.search(index, q, 16, 50)
+    (Da, Ia), (D, I) = candidates.staged(index, q, 16, 4, 50)
+    Df, If = candidates.search(index, q, 16, 50)
     np.testing.assert_allclose(D, Df, rtol=1e-5)
     assert (np.sort(I, 1) == np.sort(If, 1)).mean() > 0.99
-    hr = ann.hit_rate(Ia, I)
+    hr = candidates.hit_rate(Ia, I)
     assert ((0 <= hr) & (hr <= 1)).all()
 
 
 def test_delta_greater_than_eta():
     with pytest.raises(PrefetchConfigError, match="exceeds"):
-        ann.check_delta(10, 8)
-    assert ann.delta_for(100, 0.3) == 30 and ann.delta_for(3, 0.05) == 1
+        candidates.check_delta(10, 8)
+    assert candidates.delta_for(100, 0.3) == 30 and candidates.delta_for(3, 0.05) == 1
 
 
 def test_prefetch_pipeline_matches_plain(tmp_path, small_index):

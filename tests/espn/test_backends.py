@@ -1,8 +1,9 @@
 import numpy as np
 import pytest
 
-from bench.espn import backends, memory
-from bench.espn.errors import BackendUnavailable, BudgetError
+from bench.espn.system import backends, memory_budget as memory, slow_ssd
+from bench.espn.system.backends import BackendUnavailable
+from bench.espn.system.memory_budget import BudgetError
 from bench.core.errors import BenchError
 
 
@@ -34,7 +35,7 @@ def test_direct_engines(table, engine):
     path, off, *_ = table
     if not _direct_ok(path):
         pytest.skip("O_DIRECT not supported here")
-    from bench.espn import aio
+    from bench.espn.system import aio
 
     if engine == "aio" and not aio.available():
         pytest.skip("no Linux native AIO")
@@ -107,14 +108,14 @@ def test_blkio_throttle_slows_direct_reads(tmp_path):
     root."""
     path = tmp_path / "t.bin"
     path.write_bytes(np.random.default_rng(0).integers(0, 255, 8 * 2**20, dtype=np.uint8).tobytes())
-    ok, why = memory.blkio_available(path)
+    ok, why = slow_ssd.blkio_available(path)
     if not ok:
         pytest.skip(f"blkio throttle unavailable: {why}")
     try:
         backends.random_read_iops(path, 8, 1, 0)
     except (OSError, BenchError) as exc:
         pytest.skip(f"no O_DIRECT here: {exc}")
-    with memory.BlkioThrottle(path, 1000, name="bench-espn-test-blkio") as th:
+    with slow_ssd.BlkioThrottle(path, 1000, name="bench-espn-test-blkio") as th:
         assert th.read_iops() == 1000
         backends.evict_page_cache(path)
         dt, iops = backends.random_read_iops(path, 300, 16, 1)
@@ -123,12 +124,12 @@ def test_blkio_throttle_slows_direct_reads(tmp_path):
 
 
 def test_blkio_not_on_a_block_device():
-    ok, why = memory.blkio_available("/proc/self/status")
+    ok, why = slow_ssd.blkio_available("/proc/self/status")
     assert not ok and why
 
 
 def test_parent_removes_a_dead_workers_cgroups(tmp_path, monkeypatch):
-    from bench.espn import memory
+    from bench.espn.system import memory_budget as memory
 
     mem, blk = tmp_path / "mem", tmp_path / "blk"
     (mem / "bench-espn-4242").mkdir(parents=True)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from bench.core import claims as core_claims
+from bench.core import records as core_records
 from bench.core.config import validate_section
-from bench.espn import claims
+from bench.espn import STUDY, claims
 
 from .fake_records import PARAMS_OVERRIDES, write_all
 
@@ -18,8 +19,8 @@ IDS = {"speedup-vs-mmap", "speedup-vs-ssd-reads", "hit-rate-over-90", "mrr-kept-
 
 def _rows(tmp_path, emulated):
     inputs = write_all(tmp_path, emulated)
-    params = validate_section("espn", PARAMS_OVERRIDES)
-    return {r.claim_id: r for r in claims.build(inputs, params, "t")}
+    params = STUDY.parameters(PARAMS_OVERRIDES)
+    return {r.claim_id: r for r in claims.build(core_records.read_kinds(inputs), params, "t")}
 
 
 @pytest.mark.parametrize("emulated", ["ok", "not_run"])
@@ -53,7 +54,8 @@ def test_busy_machine_makes_a_verdict_inconclusive(tmp_path):
     inputs = write_all(tmp_path, "ok")
     df = records.read(inputs["e2e"][0]).assign(machine_busy=True)
     records.write(inputs["e2e"][0], pd.DataFrame(df), {"build": df.attrs["provenance"]["build"]})
-    rows = {r.claim_id: r for r in claims.build(inputs, validate_section("espn", PARAMS_OVERRIDES), "t")}
+    data = core_records.read_kinds(inputs)
+    rows = {r.claim_id: r for r in claims.build(data, STUDY.parameters(PARAMS_OVERRIDES), "t")}
     assert rows["speedup-vs-mmap"].verdict == core_claims.INCONCLUSIVE
 
 

@@ -1,4 +1,6 @@
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -7,9 +9,11 @@ from bench.core.config import validate_section
 from bench.core.errors import BenchError, ConfigError
 from bench.data import prepared
 from bench.core import records, step
-from bench.espn import encoders, runner
-from bench.espn.steps import build as espn_build, common
-from bench.espn.errors import EmptyPassageError, PrefetchConfigError
+from bench.espn import STUDY
+from bench.espn.steps import build as espn_build, inputs as common
+from bench.espn.system import encoders
+from bench.espn.system.candidates import PrefetchConfigError
+from bench.espn.system.encoders import EmptyPassageError
 
 
 def test_hash_encoder_deterministic_and_empty():
@@ -46,18 +50,23 @@ def test_colberter_unavailable_is_a_clear_error():
         encoders.make_encoder("colberter")
 
 
-def _params(**kw):
-    p = validate_section("espn", {"encoder": "hash", "filler_passages": 500, "index": {"nlist": 16},
+def _section(**kw):
+    return validate_section("espn", {"encoder": "hash", "filler_passages": 500, "index": {"nlist": 16},
                                   "k": 100, "nprobe": 8, "nprobe_sweep": [2, 8], "hitrate_nprobe": [8],
                                   "rerank_counts": [16, 100], "partial_rerank": 16, "repeats": 1,
                                   "batch_sizes": [1, 2], "batch_repeats": 1, **kw})
-    return p
+
+
+def _params(**kw):
+    """The typed parameters of the test section (what a step is given)."""
+    return STUDY.parameters(_section(**kw))
 
 
 def measure(name, bdir, manifest, out, params):
     """One step through the common skeleton, as ``bench espn measure`` runs it."""
-    ctx = step.Context("espn", name, params, "t", 1, 1, out, {"build": [str(bdir)], "manifest": [str(manifest)]})
-    return step.execute(ctx, runner.STEPS[name])
+    ctx = step.Context("espn", name, params, "t", 1, 1, out, {"build": [str(bdir)], "manifest": [str(manifest)]},
+                       section=_section())
+    return step.execute(ctx, STUDY.steps[name])
 
 
 def test_bad_params_before_measuring():
@@ -66,11 +75,11 @@ def test_bad_params_before_measuring():
     with pytest.raises(ConfigError, match="batch size"):
         common.check_params(_params(batch_sizes=[0, 1]))
     with pytest.raises(ConfigError, match="exactly one"):
-        common.check_params({**_params(), "datasets": ["a", "b"]})
+        common.check_params(dataclasses.replace(_params(), datasets=("a", "b")))
 
 
 def test_schema_takes_one_dataset_as_a_list():
-    assert _params()["datasets"] == ["msmarco-like"]
+    assert _params().datasets == ("msmarco-like",)
     with pytest.raises(ConfigError, match="datasets"):
         validate_section("espn", {"datasets": ["a", "b"]})
     with pytest.raises(ConfigError, match="dataset"):

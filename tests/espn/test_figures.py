@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from bench.espn import figures
+from bench.espn.figures import _shared
 
 from .fake_records import write_all
 
@@ -52,7 +53,7 @@ def test_emulated_ssd_rows_labelled_measured_and_apart(recs_ok):
     assert not tab.backend.str.contains("paper.*direct I/O").any()
     emu = tab[tab.backend.str.contains("measured on an emulated SSD", na=False)]
     assert len(emu) == 3 and emu["0.50"].max() > 200  # ms; the native mmap row stays ~75 ms
-    assert tab[tab.backend == figures.BACKEND_NAMES["mmap"]]["0.50"].iloc[0] == pytest.approx(75, rel=0.1)
+    assert tab[tab.backend == _shared.BACKEND_NAMES["mmap"]]["0.50"].iloc[0] == pytest.approx(75, rel=0.1)
     cap = (folder / "tables45.caption.rst").read_text()
     assert "measured on an emulated SSD" in cap and "GDS" in cap
 
@@ -62,7 +63,7 @@ def test_emulated_ssd_not_run_is_blank_with_its_reason(e2e_not_run):
     assert not tab.backend.str.contains("measured on an emulated SSD").any()  # none was measured
     emu = tab[tab.backend.str.contains("emulated SSD: not run")]
     assert len(emu) == 3 and emu["0.50"].isna().all() and emu.note.str.contains("not root").all()
-    swap = tab[tab.backend == figures.BACKEND_NAMES["vm_swap"]]
+    swap = tab[tab.backend == _shared.BACKEND_NAMES["vm_swap"]]
     assert swap.empty or "no swap" in swap.note.iloc[0]
 
 

@@ -3,8 +3,8 @@ import os
 import numpy as np
 import pytest
 
-from bench.espn import backends, layout
-from bench.espn.errors import LayoutError
+from bench.espn.system import backends, layout
+from bench.espn.system.layout import LayoutError
 
 
 def test_roundtrip_and_offsets(table):

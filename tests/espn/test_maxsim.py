@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 
 from bench.core import devices
-from bench.espn import maxsim
-from bench.espn.errors import BackendUnavailable
+from bench.espn.system import maxsim
+from bench.espn.system.backends import BackendUnavailable
 
 
 def _ref(q, bow, lens):

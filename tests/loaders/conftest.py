@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from bench.data import synthetic
-from bench.loaders import collection as C
-from bench.loaders import model as M
+from bench.loaders.system import bert_cat as M
+from bench.loaders.system import collection as C
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from bench.core import claims as C
-from bench.loaders import claims
+from bench.core import records
+from bench.loaders import STUDY, claims
 
 from .synthetic_records import options_records, train_records
 
@@ -10,7 +11,7 @@ from .synthetic_records import options_records, train_records
 def test_claims_rows_and_verdicts(tmp_path):
     inputs = {"train": [train_records(tmp_path / "train.parquet", oom=False)],
               "options": [options_records(tmp_path / "options.parquet")]}
-    rows = {r.claim_id: r for r in claims.build(inputs, {}, "test")}
+    rows = {r.claim_id: r for r in claims.build(records.read_kinds(inputs), STUDY.parameters({}), "test")}
     for cid in ("in-memory-not-faster", "irds-ahead-multi-gpu", "ddp-faster-than-dp", "irds-memory-7-14pct",
                 "inmem-ddp-memory-linear", "one-worker-helps", "eight-workers-hurt", "pin-memory-plus-workers-best",
                 "ramdisk-no-gain", "target-irds-95pct-throughput", "target-irds-15pct-pss",

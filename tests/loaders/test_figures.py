@@ -30,13 +30,15 @@ def test_figure_renders(name, recs, tmp_path, monkeypatch):
 
 def test_figures_and_claims_of_a_one_gpu_machine(recs, tmp_path):
     """On one GPU the two-replica grid points are not run: every figure still draws, and claims name them."""
-    from bench.loaders import claims
+    from bench.core import records
+    from bench.loaders import STUDY, claims
 
     from .synthetic_records import train_records
 
     one = {**recs, "train": [train_records(tmp_path / "train.parquet", gpus=1)]}
     for name in FIGURES:
         FIGURES.draw(name, {k: one[k] for k in FIGURES.records_of(name)}, tmp_path / f"{name}.png")
-    rows = {r.claim_id: r for r in claims.build(one, {}, "test")}
+    data = records.read_kinds({k: one[k] for k in claims.RECORDS})
+    rows = {r.claim_id: r for r in claims.build(data, STUDY.parameters({}), "test")}
     ddp = [r for r in rows.values() if "ddp" in r.claim_id.lower() and "2" in r.claim_id]
     assert all(r.verdict != "reproduced" for r in ddp)

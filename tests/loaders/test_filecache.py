@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from bench.loaders import filecache
-from bench.loaders.errors import ConfigError
-from bench.loaders.stores import make_store
+from bench.loaders.system import filecache
+from bench.loaders.system.errors import ConfigError
+from bench.loaders.system.stores import make_store
 
 
 def test_ramdisk_copy_is_read_then_removed(bundle, tmp_path):

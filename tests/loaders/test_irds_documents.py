@@ -47,7 +47,7 @@ def test_msmarco_document_train_prepares_offline(tmp_path):
     assert "building docstore" in r.stderr and "download" not in r.stderr.lower(), r.stderr[-2000:]
     assert r.returncode == 0, r.stderr[-2000:]
     from bench.data import prepared
-    from bench.loaders import collection
+    from bench.loaders.system import collection
 
     ds = prepared.load_text(r.stdout.strip().splitlines()[-1])
     assert set(ds.query_ids) == {"10", "11"} and {"D0", "D3"} <= set(ds.doc_ids)

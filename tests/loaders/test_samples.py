@@ -4,11 +4,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.loaders import collection as C
-from bench.loaders.errors import ConfigError, DataFormatError
-from bench.loaders.model import load_tokenizer
-from bench.loaders.samples import Collate, TripletDataset
-from bench.loaders.stores import LOADERS, make_store
+from bench.loaders.system import collection as C
+from bench.loaders.system.bert_cat import load_tokenizer
+from bench.loaders.system.errors import ConfigError, DataFormatError
+from bench.loaders.system.samples import Collate, TripletDataset
+from bench.loaders.system.stores import LOADERS, make_store
 
 
 def _ds(bundle, loader, seed=7, n=24):

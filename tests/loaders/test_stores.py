@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from bench.data import text as textio
-from bench.loaders import collection as C
-from bench.loaders.errors import ConfigError, DataFormatError, StoreError
-from bench.loaders.stores import LOADERS, make_store
+from bench.loaders.system import collection as C
+from bench.loaders.system.errors import ConfigError, DataFormatError, StoreError
+from bench.loaders.system.stores import LOADERS, make_store
 
 
 def test_every_loader_returns_the_collection_texts(bundle):

@@ -1,15 +1,13 @@
 """The measurement steps end to end on a small bundle (records written by the core skeleton), the
-profile section's schema, and the build verb's bad input."""
+profile section's schema and its typed parameters, and the build step's bad input."""
 from __future__ import annotations
-
-import argparse
 
 import pytest
 
-from bench.core import config, records
+from bench.core import config, params, records
 from bench.core.errors import ConfigError
 from bench.core.step import Context, execute
-from bench.loaders import cli, runner
+from bench.loaders import STUDY
 
 
 def _params(**over):
@@ -25,12 +23,19 @@ def _params(**over):
 
 
 def _ctx(step, bundle, model_dir, tmp_path, **over):
-    return Context("loaders", step, _params(**over), "test", 3, 2, tmp_path / f"{step}.parquet",
-                   {"bundle": [str(bundle / "bundle.json")], "model": [str(model_dir / "model.pt")]}, "msmarco-like")
+    """The context of one step; the model the build saved is ``model/`` beside the bundle (``model_dir``)."""
+    assert model_dir == bundle / "model"
+    section = _params(**over)
+    return Context("loaders", step, STUDY.parameters(section), "test", 3, 2, tmp_path / f"{step}.parquet",
+                   {"bundle": [str(bundle / "bundle.json")]}, "msmarco-like", section=section)
+
+
+def _step(name):
+    return STUDY.steps[name].fn
 
 
 def test_train_step_writes_runs_steps_and_memory(bundle, model_dir, tmp_path):
-    df = records.read(execute(_ctx("train", bundle, model_dir, tmp_path), runner.train))
+    df = records.read(execute(_ctx("train", bundle, model_dir, tmp_path), _step("train")))
     assert set(df.kind) == {"run", "step", "memory"}
     runs = df[df.kind == "run"]
     assert sorted(runs.run_id) == ["ir_datasets/ddp/2", "ir_datasets/dp/2"] and (runs.status == "ok").all()
@@ -43,7 +48,7 @@ def test_train_step_writes_runs_steps_and_memory(bundle, model_dir, tmp_path):
 def test_options_step_records_pin_memory_as_not_run_on_cpu(bundle, model_dir, tmp_path):
     df = records.read(execute(_ctx("options", bundle, model_dir, tmp_path, grid={"dp": [], "ddp": []},
                                    options={"num_workers": [1], "ramdisk": False, "cold_cache": False,
-                                            "start_methods": [], "replicas": 1}), runner.options))
+                                            "start_methods": [], "replicas": 1}), _step("options")))
     runs = df[df.kind == "run"].set_index("run_id")
     assert runs.loc["pin_memory=yes", "source"] == "not_run"
     assert runs.loc["pin_memory+num_workers=1", "source"] == "not_run"
@@ -51,10 +56,10 @@ def test_options_step_records_pin_memory_as_not_run_on_cpu(bundle, model_dir, tm
 
 
 def test_loader_only_and_workers_steps(bundle, model_dir, tmp_path):
-    lo = records.read(execute(_ctx("loader_only", bundle, model_dir, tmp_path), runner.loader_only))
+    lo = records.read(execute(_ctx("loader_only", bundle, model_dir, tmp_path), _step("loader_only")))
     assert set(lo["mode"]) == {"lookup", "lookup+tokenize"} and (lo.samples_per_s > 0).all()
     assert set(lo.phase) == {"warmup", "measured"}
-    wk = records.read(execute(_ctx("workers", bundle, model_dir, tmp_path), runner.workers))
+    wk = records.read(execute(_ctx("workers", bundle, model_dir, tmp_path), _step("workers")))
     assert set(wk.role) == {"main", "worker"} and wk.batches.max() > 0
 
 
@@ -68,7 +73,21 @@ def test_schema_rejects_bad_sections():
 
 
 def test_build_needs_a_manifest(tmp_path):
-    a = argparse.Namespace(input=None, out=str(tmp_path / "bundle.json"), params=_params(), seed=0,
-                           dataset=None, profile="t", threads=1)
+    ctx = Context("loaders", "build", STUDY.parameters(_params()), "t", 0, 1, tmp_path / "bundle.json")
     with pytest.raises(ConfigError, match="--input manifest"):
-        cli._build(a)
+        _step("build")(ctx)
+
+
+def test_steps_declare_what_they_read_and_write():
+    steps = STUDY.steps
+    assert list(steps.builds()) == ["build"] and steps["build"].needs == ("manifest",)
+    assert steps["build"].writes == "bundle"
+    assert set(steps.measures()) == {"train", "options", "loader_only", "workers"}
+    assert all(steps[n].needs == ("bundle",) for n in steps.measures()) and STUDY.unproduced() == []
+
+
+def test_typed_parameters_match_the_schema_and_the_profiles():
+    assert params.schema_mismatch(STUDY.params, config.study_schema("loaders")) == []
+    p = STUDY.parameters(_params())
+    assert p.grid.dp == (2,) and p.options.num_workers == (1,) and p.loader_only.loaders == ("in-memory", "arrow")
+    assert p.memory_cap_mb is None and p.workers.sample_interval_s == 0.05

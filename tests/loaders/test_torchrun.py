@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from bench.loaders import torchrun
-from bench.loaders.errors import ConfigError
+from bench.loaders.system import torchrun
+from bench.loaders.system.errors import ConfigError
 
 
 def _torchrun(node_rank, port, bundle, model_dir, out):
@@ -24,7 +24,7 @@ def _torchrun(node_rank, port, bundle, model_dir, out):
 
 
 def test_two_torchrun_nodes_train_together(bundle, model_dir, tmp_path):
-    from bench.loaders.launch import free_port
+    from bench.loaders.system.launch import free_port
 
     port = free_port()
     procs = [_torchrun(n, port, bundle, model_dir, tmp_path) for n in (0, 1)]

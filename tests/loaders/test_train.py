@@ -13,13 +13,15 @@ import pytest
 import torch
 
 from bench.core import devices
-from bench.loaders import launch, memory, model as M, runner, train
-from bench.loaders.errors import ConfigError, RankFailed, RankTimeout, StoreError
+from bench.loaders.steps import inputs
+from bench.loaders.system import footprint
+from bench.loaders.system import launch, train
+from bench.loaders.system.errors import ConfigError, RankFailed, RankTimeout, StoreError
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _preload(model_dir):
-    M.preload(model_dir)
+    launch.preload(model_dir)
 
 
 def _spec(bundle, model_dir, **kw):
@@ -119,7 +121,7 @@ def test_bad_run_settings(bundle, model_dir, bad, match):
         launch.launch(_spec(bundle, model_dir, **bad))
 
 
-@pytest.mark.skipif(not memory.cap_available()[0], reason="needs root and a cgroup memory controller (v1 or v2)")
+@pytest.mark.skipif(not footprint.cap_available()[0], reason="needs root and a cgroup memory controller (v1 or v2)")
 def test_in_memory_ddp_over_the_cap_is_an_oom_row(bundle, model_dir):
     out = launch.launch(_spec(bundle, model_dir, loader="in-memory"), timeout_s=60, cap_bytes=24 << 20)
     assert out.status == "oom" and out.cap["cap_oom_kills"] >= 1 and "OOM-killed" in out.error
@@ -185,8 +187,8 @@ def _env_mark() -> dict:
 
 def test_grid_point_with_more_replicas_than_gpus_is_not_run(monkeypatch):
     monkeypatch.setattr(devices, "gpu_count", lambda: 1)
-    assert runner._too_many_replicas(2, True) == "needs 2 GPUs, 1 visible"
-    assert runner._too_many_replicas(1, True) is None and runner._too_many_replicas(8, False) is None
+    assert inputs.too_many_replicas(2, True) == "needs 2 GPUs, 1 visible"
+    assert inputs.too_many_replicas(1, True) is None and inputs.too_many_replicas(8, False) is None
 
 
 def test_dataloader_workers_use_pytorchs_default_start_method(bundle, model_dir):

@@ -8,7 +8,7 @@ import pytest
 @pytest.fixture(scope="session")
 def small():
     from bench.data import groundtruth, synthetic
-    from bench.trinity import graph
+    from bench.trinity.system import graph
 
     xb, xq = synthetic.sift_like(2000, seed=7, n_queries=40, n_clusters=20)
     gt, _ = groundtruth.exact_knn(xb, xq, 10)
@@ -18,7 +18,7 @@ def small():
 
 @pytest.fixture
 def engine_factory(small):
-    from bench.trinity.engine import ExtendEngine
+    from bench.trinity.system.engine import ExtendEngine
 
     def make(capacity=8, p=1, top_m_max=64, **kw):
         return ExtendEngine(small["base"], small["graph"], capacity=capacity, p=p, top_m_max=top_m_max, **kw)
@@ -57,16 +57,19 @@ def short_quiet_window():
 
 @pytest.fixture(scope="session")
 def study(tmp_path_factory):
-    """Every step run once on a 2000-vector sift-like set: {kind: [record path]}, params, paths."""
+    """Every step run once on a 2000-vector sift-like set: {kind: [record path]}, params (the validated
+    section and the typed Params), paths."""
     from bench.core import config
     from bench.core.step import Context, execute
     from bench.data import prepared
-    from bench.trinity import graph, runner
+    from bench.trinity import STUDY
+    from bench.trinity.system import graph
 
     root = tmp_path_factory.mktemp("trinity")
     man = prepared.prepare("tiny-sift", {"source": "synthetic/sift-like", "n_base": 2000, "n_query": 40,
                                          "gt_k": 20, "n_clusters": 20}, profile="test", data_dir=root, seed=3)
     params = config.validate_section("trinity", SMALL)
+    typed = STUDY.parameters(SMALL)
     ds = prepared.load_vectors(man)
     base = np.ascontiguousarray(ds.base)
     gpath = graph.save_graph(root / "g.ibin", graph.build_graph(base, graph.GraphParams(16, 32)), base, {})
@@ -75,8 +78,8 @@ def study(tmp_path_factory):
 
     def run(step, extra=None):
         p = root / f"{step}.parquet"
-        execute(Context("trinity", step, params, "test", 1, 1, p, {**inputs, **(extra or {})}, "tiny-sift"),
-                runner.STEPS[step])
+        execute(Context("trinity", step, typed, "test", 1, 1, p, {**inputs, **(extra or {})}, "tiny-sift",
+                        section=params), STUDY.steps[step])
         out[step] = [p]
         return str(p)
 
@@ -86,4 +89,4 @@ def study(tmp_path_factory):
     run("sched", {"trace": [trace]})
     roof = run("roofline")
     run("placement", {"roofline": [roof], "trace": [trace]})
-    return {"records": out, "params": params, "inputs": inputs, "root": root}
+    return {"records": out, "params": params, "typed": typed, "inputs": inputs, "root": root}

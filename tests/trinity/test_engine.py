@@ -3,8 +3,8 @@ import pytest
 
 from bench.ann.metrics import recall_at_k
 from bench.core.errors import ConfigError
-from bench.trinity import batching, serve, workload
-from bench.trinity.engine import ExtendEngine
+from bench.trinity.system import batching, event_loop, workload
+from bench.trinity.system.engine import ExtendEngine
 
 CLASSES = [{"k": 10, "top_m": 16}, {"k": 10, "top_m": 32}, {"k": 20, "top_m": 24}]
 
@@ -17,7 +17,7 @@ def _requests(n, seed, rate=None):
 
 
 def _run(engine, queries, policy, src):
-    done, log = serve.serve(serve.LiveAdapter(engine, queries), policy, src)
+    done, log = event_loop.run(event_loop.LiveAdapter(engine, queries), policy, src)
     return {r.rid: (r.ids.tolist(), r.extends) for r in done}, log
 
 
@@ -25,7 +25,7 @@ def test_recall_is_high(small, engine_factory):
     e = engine_factory(capacity=16, top_m_max=32)
     src = workload.Source([workload.RequestClass(10, 32)], 40, 0)
     src.add_open_loop(np.zeros(40))
-    done, _ = serve.serve(serve.LiveAdapter(e, small["queries"]), batching.make("continuous", 16, 0), src)
+    done, _ = event_loop.run(event_loop.LiveAdapter(e, small["queries"]), batching.make("continuous", 16, 0), src)
     ids = np.stack([r.ids for r in sorted(done, key=lambda r: r.rid)])
     qidx = [r.qidx for r in sorted(done, key=lambda r: r.rid)]
     assert recall_at_k(ids, small["gt"][qidx], 10) >= 0.9
@@ -47,22 +47,22 @@ def test_same_ids_batch1_static_continuous(small, engine_factory, p):
 def test_replay_matches_live(small, engine_factory):
     q = small["queries"]
     e = engine_factory(capacity=8, trace=True, chunk=64)
-    ad = serve.LiveAdapter(e, q)
+    ad = event_loop.LiveAdapter(e, q)
     src = workload.Source([workload.RequestClass(32, 32)], 40, 0)
     src.add_open_loop(np.zeros(40))
-    done, log = serve.serve(ad, batching.make("continuous", 8, 0), src)
-    traces = {(r.qidx, r.top_m): serve.Trace(np.array(r.steps), r.ids) for r in done}
+    done, log = event_loop.run(ad, batching.make("continuous", 8, 0), src)
+    traces = {(r.qidx, r.top_m): event_loop.Trace(np.array(r.steps), r.ids) for r in done}
     assert all(len(t.steps) == r.extends for r in done for t in [traces[(r.qidx, r.top_m)]])
     src2 = workload.Source([workload.RequestClass(10, 32)], 40, 0)
     src2.add_open_loop(np.zeros(40))
-    rep = serve.ReplayAdapter(traces, 8, e.lanes, serve.TimeModel(ad.samples, 0))
-    done2, log2 = serve.serve(rep, batching.make("continuous", 8, 0), src2)
+    rep = event_loop.ReplayAdapter(traces, 8, e.lanes, event_loop.TimeModel(ad.samples, 0))
+    done2, log2 = event_loop.run(rep, batching.make("continuous", 8, 0), src2)
     assert sorted(log2.fill) == sorted(log.fill) and len(done2) == 40
     assert all(np.array_equal(r.ids, traces[(r.qidx, 32)].ids[:10]) for r in done2)
 
 
 def test_static_arrivals_wait_for_next_batch(small, engine_factory):
-    done, _ = serve.serve(serve.LiveAdapter(engine_factory(capacity=4), small["queries"]),
+    done, _ = event_loop.run(event_loop.LiveAdapter(engine_factory(capacity=4), small["queries"]),
                           batching.make("static", 4, 0.0005), _requests(20, 3, 3000.0))
     batches = sorted({r.admitted for r in done})
     for b0, b1 in zip(batches, batches[1:]):
@@ -85,7 +85,7 @@ def test_bad_inputs_raise_before_work(small, engine_factory):
     with pytest.raises(ConfigError, match="top_m_max=3000"):
         ExtendEngine(small["base"], small["graph"], capacity=1, top_m_max=3000)
     with pytest.raises(ConfigError, match="larger than the N=2000"):
-        from bench.trinity.engine import validate_queries
+        from bench.trinity.system.engine import validate_queries
         validate_queries(q[:1], 128, [2001], [2001], 2000)
     with pytest.raises(ConfigError, match="p=0 must be > 0"):
         engine_factory(p=0)
@@ -110,8 +110,8 @@ def test_cuda_gives_the_cpu_ids(small, engine_factory):
 
 def test_continuous_admits_at_the_next_extend(small, engine_factory):
     q = small["queries"]
-    ad = serve.LiveAdapter(engine_factory(capacity=8), q)
-    done, log = serve.serve(ad, batching.make("continuous", 8, 0.0), _requests(40, 5, 4000.0))
+    ad = event_loop.LiveAdapter(engine_factory(capacity=8), q)
+    done, log = event_loop.run(ad, batching.make("continuous", 8, 0.0), _requests(40, 5, 4000.0))
     starts = np.array(log.start)
     ends = {s + d for s, d in zip(log.start, log.dur)}
     for r in done:

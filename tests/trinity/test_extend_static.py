@@ -7,10 +7,10 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from bench.core.errors import ConfigError
-from bench.trinity import batching, serve, workload
-from bench.trinity.capture import Captured
-from bench.trinity.engine import ExtendEngine
-from bench.trinity.visited import HashVisited, hash_bytes_per_slot
+from bench.trinity.system import batching, event_loop, workload
+from bench.trinity.system.capture import Captured
+from bench.trinity.system.engine import ExtendEngine
+from bench.trinity.system.visited import HashVisited, hash_bytes_per_slot
 
 from . import reference
 
@@ -23,7 +23,7 @@ def _search(engine, queries, n=24, seed=1, policy="continuous"):
     """{rid: (ids, extends, tasks, steps)} of n mixed requests all waiting at t=0."""
     src = workload.Source(workload.parse_classes(CLASSES, "test"), n, seed)
     src.add_open_loop(np.zeros(n))
-    done, _ = serve.serve(serve.LiveAdapter(engine, queries), batching.make(policy, engine.S, 0.0), src)
+    done, _ = event_loop.run(event_loop.LiveAdapter(engine, queries), batching.make(policy, engine.S, 0.0), src)
     return {r.rid: (r.ids.tolist(), r.extends, r.steps) for r in done}
 
 

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from bench.core.errors import BenchError, ConfigError, DataFormatError
-from bench.trinity import graph
+from bench.trinity.system import graph
 
 
 def test_graph_is_fixed_degree_and_valid(small):
@@ -73,7 +73,7 @@ def test_matmul_candidates_give_the_faiss_knn(small):
     """The CUDA path's candidates (tiled matmul + topk), run on the CPU, give the CPU build's lists."""
     import torch
 
-    from bench.trinity import knn
+    from bench.trinity.system import knn
 
     xt = torch.from_numpy(small["base"].astype(np.float32))
     via_matmul = knn.rerank(xt, knn.matmul_candidates(xt, 32 + knn.MARGIN, 1 << 20), 32, 1 << 20).numpy()
@@ -84,7 +84,7 @@ def test_matmul_candidates_give_the_faiss_knn(small):
 def test_tree_sum_adds_in_a_fixed_pairwise_order():
     import torch
 
-    from bench.trinity.knn import tree_sum
+    from bench.trinity.system.knn import tree_sum
 
     v = np.random.default_rng(0).standard_normal((50, 100)).astype(np.float32) * 1e4
     want = np.pad(v, ((0, 0), (0, 28)))                   # zero-padded to 128, then halves added elementwise

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from bench.core.errors import ConfigError
-from bench.trinity import placement, roofline
+from bench.trinity.system import placement, roofline
 
 
 def test_fit_recovers_parameters():

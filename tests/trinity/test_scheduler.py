@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from bench.core.errors import ConfigError
-from bench.trinity import scheduler, serve, workload
+from bench.trinity.system import event_loop, scheduler, workload
 
 PRE = [workload.RequestClass(10, 16), workload.RequestClass(10, 32)]
 DEC = [workload.RequestClass(5, 16)]
@@ -10,20 +10,20 @@ DEC = [workload.RequestClass(5, 16)]
 
 @pytest.fixture(scope="module")
 def replay(small):
-    from bench.trinity import batching
-    from bench.trinity.engine import ExtendEngine
+    from bench.trinity.system import batching
+    from bench.trinity.system.engine import ExtendEngine
 
     e = ExtendEngine(small["base"], small["graph"], capacity=8, top_m_max=32, trace=True, chunk=64)
-    ad = serve.LiveAdapter(e, small["queries"])
+    ad = event_loop.LiveAdapter(e, small["queries"])
     src = workload.Source([workload.RequestClass(32, 16), workload.RequestClass(32, 32)], 40, 0)
     for m in (16, 32):
         for qi in range(40):
             r = workload.Request(next(src.ids), qi, 16, m, 0.0)
             src.heap.append((0.0, r.rid, r))
-    done, _ = serve.serve(ad, batching.make("continuous", 8, 0), src)
-    traces = {(r.qidx, r.top_m): serve.Trace(np.array(r.steps), r.ids) for r in done}
+    done, _ = event_loop.run(ad, batching.make("continuous", 8, 0), src)
+    traces = {(r.qidx, r.top_m): event_loop.Trace(np.array(r.steps), r.ids) for r in done}
     ext = {m: float(np.mean([len(t.steps) for (q, mm), t in traces.items() if mm == m])) for m in (16, 32)}
-    return traces, serve.TimeModel(ad.samples, 0), e.lanes, ext
+    return traces, event_loop.TimeModel(ad.samples, 0), e.lanes, ext
 
 
 def _run(replay, policy, rate, n_streams=6, l_pre=0.01, seed=0, horizon=0.5):
@@ -33,7 +33,7 @@ def _run(replay, policy, rate, n_streams=6, l_pre=0.01, seed=0, horizon=0.5):
     streams = workload.add_decode_streams(src, n_streams, DEC, 4, 0.002, horizon, seed)
     prm = scheduler.SchedParams(gen_s=0.008, control_s=0.05, wait_target_s=0.5 * l_pre)
     pol = scheduler.make(policy, 8, prm, ext, times.median(1))
-    done, log = serve.serve(serve.ReplayAdapter(traces, 8, lanes, times), pol, src)
+    done, log = event_loop.run(event_loop.ReplayAdapter(traces, 8, lanes, times), pol, src)
     return done, streams, pol
 
 

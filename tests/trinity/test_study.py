@@ -4,7 +4,7 @@ import pytest
 from bench.core import claims as core_claims, config, records
 from bench.core.errors import ConfigError, DataFormatError
 from bench.core.step import Context, execute
-from bench.trinity import claims, runner
+from bench.trinity import STUDY, claims
 
 
 def test_records_carry_source_and_phase(study):
@@ -28,7 +28,7 @@ def test_records_carry_source_and_phase(study):
 
 
 def test_claims_rows(study):
-    rows = claims.build(study["records"], study["params"], "test")
+    rows = claims.build(records.read_kinds(study["records"]), study["typed"], "test")
     ids = {r.claim_id for r in rows}
     assert {"target-vs-hnsw-tiny-sift", "target-lane-util-tiny-sift", "claim-independent-pool"} <= ids
     assert any(i.startswith("target-continuous-load-tiny-sift") for i in ids)
@@ -50,8 +50,8 @@ def test_schema_defaults_and_bad_values():
 
 def _run(study, step, params, extra=None, tmp=None):
     inputs = {**study["inputs"], **(extra or {})}
-    return execute(Context("trinity", step, params, "test", 1, 1, tmp / f"{step}.parquet", inputs, "tiny-sift"),
-                   runner.STEPS[step])
+    return execute(Context("trinity", step, STUDY.parameters(params), "test", 1, 1, tmp / f"{step}.parquet", inputs,
+                           "tiny-sift", section=params), STUDY.steps[step])
 
 
 def test_bad_config_fails_before_work(study, tmp_path):
@@ -71,7 +71,7 @@ def test_bad_config_fails_before_work(study, tmp_path):
 def test_graph_of_other_vectors_is_refused(study, tmp_path):
     import numpy as np
 
-    from bench.trinity import graph
+    from bench.trinity.system import graph
 
     g = np.zeros((100, 16), np.int32)
     other = graph.save_graph(tmp_path / "other.ibin", g, np.zeros((100, 128), np.uint8), {})
@@ -82,7 +82,7 @@ def test_graph_of_other_vectors_is_refused(study, tmp_path):
 @pytest.mark.gpu
 def test_roofline_measures_the_gpu_and_fits_each_stage(study):
     """On CUDA the engine, the transformer and the peak GEMM all run on the GPU (Trinity Figure 1)."""
-    from bench.trinity import roofline
+    from bench.trinity.system import roofline
 
     rec = records.read(study["records"]["roofline"][0])
     assert set(rec.device) == {"cuda"} and (rec.u > 0).all()

@@ -40,7 +40,7 @@ def wait_ready(url: str, timeout_s: float = 120.0) -> float:
 
 @pytest.fixture(scope="session")
 def encoder():
-    from bench.windve.model import Encoder
+    from bench.windve.system.encoder import Encoder
 
     return Encoder()
 
@@ -51,8 +51,8 @@ def running(svc, wait: bool = True):
     once with ``wait=False``); stops it on exit."""
     from aiohttp import web
 
-    from bench.windve.app import make_app
-    from bench.windve.settings import free_port
+    from bench.windve.system.app import make_app
+    from bench.windve.system.service_config import free_port
 
     port = free_port()
     loop = asyncio.new_event_loop()
@@ -84,8 +84,8 @@ def running(svc, wait: bool = True):
 @pytest.fixture
 def serve_windve(encoder):
     """``serve_windve(**config)`` -> (url, service); every server started is stopped at teardown."""
-    from bench.windve.service import EmbeddingService
-    from bench.windve.settings import ServiceConfig
+    from bench.windve.system.service import EmbeddingService
+    from bench.windve.system.service_config import ServiceConfig
 
     with contextlib.ExitStack() as stack:
         def start(**kw):

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from bench.core import claims as C
-from bench.core.config import validate_section
-from bench.windve import claims
+from bench.core import records
+from bench.windve import STUDY, claims
 from bench.windve.figures import FIGURES
 
 from . import synthetic
@@ -43,8 +43,8 @@ def test_figure_from_gpu_records_says_measured(gpu_recs, tmp_path, name):
 
 
 def test_claims_from_records(recs):
-    params = validate_section("windve", {"slos_s": list(synthetic.SLOS)})
-    rows = claims.build(recs, params, "tiny")
+    params = STUDY.parameters({"slos_s": list(synthetic.SLOS)})
+    rows = claims.build(records.read_kinds(recs), params, "tiny")
     df = C.frame(rows)
     ids = set(df.claim_id)
     assert {"table1-v100-xeon-2s", "throughput-1.22x", "cost-saving-18.6", "target-offload-gain-15",
@@ -58,8 +58,8 @@ def test_claims_from_records(recs):
 
 
 def test_claims_from_gpu_records_are_measured(gpu_recs):
-    params = validate_section("windve", {"slos_s": list(synthetic.SLOS)})
-    df = C.frame(claims.build(gpu_recs, params, "tiny")).set_index("claim_id")
+    params = STUDY.parameters({"slos_s": list(synthetic.SLOS)})
+    df = C.frame(claims.build(records.read_kinds(gpu_recs), params, "tiny")).set_index("claim_id")
     for cid in ("table1-v100-xeon-2s", "throughput-1.22x", "target-offload-gain-15", "target-overload-p99",
                 "target-cosine", "regression-as-good-as-stress", "cpu-utilisation-rises"):
         assert df.loc[cid, "source"] == "measured", cid

@@ -10,8 +10,8 @@ import psutil
 import pytest
 
 from bench.core.errors import BenchError
-from bench.windve.client import ServiceProcess
-from bench.windve.settings import free_port
+from bench.windve.load import ServiceProcess
+from bench.windve.system.service_config import free_port
 
 from .conftest import ACC
 

@@ -181,8 +181,8 @@ def test_info_health_and_reconfigure(serve_windve):
 def test_health_is_503_until_every_instance_is_warm(encoder):
     """As TEI: not ready before the warm-up batches ran. The emulated accelerator is asked for explicitly
     (on any machine) with a slow law, so the warm-up takes long enough to be seen."""
-    from bench.windve.service import EmbeddingService
-    from bench.windve.settings import ServiceConfig
+    from bench.windve.system.service import EmbeddingService
+    from bench.windve.system.service_config import ServiceConfig
 
     from .conftest import running, wait_ready
 
@@ -224,8 +224,8 @@ def test_deadline_admission_refuses_what_would_miss_the_slo(encoder):
     (0.15 s + 0.25 s > SLO 0.3 s); admission by predicted completion refuses it, with 429 ``deadline``, and
     every accepted request's predicted and served time stays within the SLO. A burst over the depth gets
     429 ``depth``. The emulated accelerator (explicit request) makes the law exact on any machine."""
-    from bench.windve.service import EmbeddingService
-    from bench.windve.settings import ServiceConfig
+    from bench.windve.system.service import EmbeddingService
+    from bench.windve.system.service_config import ServiceConfig
 
     from .conftest import running
 
@@ -257,9 +257,9 @@ def test_deadline_admission_refuses_what_would_miss_the_slo(encoder):
 
 
 def test_slo_shorter_than_one_cpu_query_is_refused(encoder):
-    from bench.windve.estimator import DeviceCannotMeetSlo
-    from bench.windve.service import EmbeddingService
-    from bench.windve.settings import ServiceConfig
+    from bench.windve.system.estimator import DeviceCannotMeetSlo
+    from bench.windve.system.service import EmbeddingService
+    from bench.windve.system.service_config import ServiceConfig
 
     cfg = ServiceConfig(emulate="v100-xeon", emulated_alpha=0.001, emulated_beta=0.0, slo_s=1e-4)
     with pytest.raises(DeviceCannotMeetSlo, match="CPU cannot help"):
@@ -270,8 +270,8 @@ def test_slo_shorter_than_one_cpu_query_is_refused(encoder):
 def test_cuda_instance_serves_the_models_embeddings(encoder):
     """On a CUDA machine the service picks the GPU (no emulation, even with --emulate given), warms it at
     each power-of-two batch size up to its depth, and serves the model's CPU output (cosine >= 0.9999)."""
-    from bench.windve.service import EmbeddingService
-    from bench.windve.settings import ServiceConfig
+    from bench.windve.system.service import EmbeddingService
+    from bench.windve.system.service_config import ServiceConfig
 
     from .conftest import running
 
@@ -291,10 +291,11 @@ def test_cuda_instance_serves_the_models_embeddings(encoder):
 
 @pytest.mark.gpu
 def test_steps_measure_the_gpu_unless_asked_to_emulate():
-    from bench.windve.steps.common import resolve_accelerator, service_args
+    from bench.windve import STUDY
+    from bench.windve.steps.inputs import resolve_accelerator, service_args
 
-    assert resolve_accelerator({"accelerator": "auto"}) == "cuda"
-    assert resolve_accelerator({"accelerator": "cuda"}) == "cuda"
-    assert resolve_accelerator({"accelerator": "emulated"}) == "emulated"
-    assert "--prefer-emulated" not in service_args({"accelerator": "auto", "query_tokens": 75, "batch_delay_ms": 5},
-                                                   "v100-xeon")
+    assert resolve_accelerator("auto") == "cuda"
+    assert resolve_accelerator("cuda") == "cuda"
+    assert resolve_accelerator("emulated") == "emulated"
+    assert "--prefer-emulated" not in service_args(
+        STUDY.parameters({"accelerator": "auto", "query_tokens": 75, "batch_delay_ms": 5}), "v100-xeon")

@@ -6,9 +6,10 @@ import asyncio
 
 import numpy as np
 
-from bench.windve import estimator
-from bench.windve.steps.common import level_stat, round_row
-from bench.windve.steps.concurrency import bounds, profile_depths
+from bench.windve.system import estimator
+from bench.windve.load import level_stat, round_row
+from bench.windve.steps.inputs import profile_depths
+from bench.windve.steps.serving import bounds
 
 from . import synthetic
 
@@ -48,7 +49,7 @@ def test_fine_tune_that_never_meets_the_slo_says_so():
 
 
 def test_profile_depths_of_a_gpu_run_and_depth_columns():
-    from bench.windve.steps.concurrency import depth_cols
+    from bench.windve.steps.serving import depth_cols
 
     fit, depths = profile_depths(synthetic.profile_df("cuda"))
     assert ("cuda", "v100-xeon", 0.5) in depths and not any(k[0] == "emulated" for k in depths)

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from bench.core.errors import ConfigError
-from bench.windve import detector, emulation, estimator
-from bench.windve.queue_manager import QueueManager
-from bench.windve.settings import ServiceConfig, check_port_free
+from bench.windve.system import detector, emulation, estimator
+from bench.windve.system.queue_manager import QueueManager
+from bench.windve.system.service_config import ServiceConfig, check_port_free
 
 
 def test_fit_recovers_law_and_keeps_coefficients_nonnegative():
@@ -113,7 +113,7 @@ def test_port_in_use_is_a_config_error():
 
 
 def test_exact_length_texts():
-    from bench.windve.textgen import exact_length_texts, load_fast_tokenizer
+    from bench.windve.system.textgen import exact_length_texts, load_fast_tokenizer
 
     tok = load_fast_tokenizer()
     for n in (16, 75, 500):
@@ -132,7 +132,7 @@ def test_prefer_emulated_keeps_the_emulated_accelerator_beside_a_gpu():
 
 # -- deadline admission (Algorithm 1 + equation 12 online) -------------------------------------------
 def test_predict_counts_the_running_batch_and_the_queue():
-    from bench.windve.admission import Backlog, predict
+    from bench.windve.system.admission import Backlog, predict
 
     law = emulation.LinearLaw(0.01, 0.1).latency
     idle = predict(Backlog(0, 0.0), 5, arrival=10.0, now=10.0, law=law, slo_s=0.3, batch_delay_s=0.005)
@@ -160,7 +160,7 @@ def test_predict_counts_the_running_batch_and_the_queue():
 
 
 def test_queue_manager_refuses_by_depth_or_deadline_and_offloads():
-    from bench.windve.admission import Prediction
+    from bench.windve.system.admission import Prediction
 
     verdict = {"emulated": False, "cpu": True}
 
@@ -181,7 +181,7 @@ def test_queue_manager_refuses_by_depth_or_deadline_and_offloads():
 
 
 def test_law_tracker_fits_the_batches():
-    from bench.windve.admission import LawTracker
+    from bench.windve.system.admission import LawTracker
 
     t = LawTracker(window=8)
     t.add(4, 0.14)
@@ -196,8 +196,8 @@ def test_law_tracker_fits_the_batches():
 def test_warmup_sizes_per_device():
     from types import SimpleNamespace
 
-    from bench.windve import warmup
-    from bench.windve.instances import EmulatedAccelerator, TorchInstance
+    from bench.windve.system import warmup
+    from bench.windve.system.instances import EmulatedAccelerator, TorchInstance
 
     gpu = TorchInstance("cuda", SimpleNamespace(device="cuda"))   # no CUDA touched: sizes only
     assert warmup.sizes(gpu, 20) == [1, 2, 4, 8, 16, 20] and warmup.sizes(gpu, 1) == [1, 2]
@@ -213,24 +213,26 @@ def test_warmup_sizes_per_device():
 def test_steps_pick_the_accelerator_of_this_machine():
     """auto: the GPU where there is one, else emulated; --prefer-emulated only when asked for."""
     from bench.core import devices
-    from bench.windve.steps.common import resolve_accelerator, run_pairs, service_args
+    from bench.windve import STUDY
+    from bench.windve.steps.inputs import resolve_accelerator, run_pairs, service_args
 
     expected = "cuda" if devices.cuda_available() else "emulated"
     base = {"query_tokens": 75, "batch_delay_ms": 5.0, "pairs": ["v100-xeon", "atlas-kunpeng"]}
-    assert resolve_accelerator({**base, "accelerator": "auto"}) == expected
-    assert resolve_accelerator({**base, "accelerator": "emulated"}) == "emulated"
+    assert resolve_accelerator("auto") == expected
+    assert resolve_accelerator("emulated") == "emulated"
     if expected == "emulated":
         with pytest.raises(ConfigError, match="no CUDA GPU"):
-            resolve_accelerator({**base, "accelerator": "cuda"})
+            resolve_accelerator("cuda")
     with pytest.raises(ConfigError, match="auto, emulated or cuda"):
-        resolve_accelerator({**base, "accelerator": "tpu"})
-    assert "--prefer-emulated" not in service_args({**base, "accelerator": "auto"}, "v100-xeon")
-    assert "--prefer-emulated" in service_args({**base, "accelerator": "emulated"}, "v100-xeon")
-    assert run_pairs(base, "emulated") == ["v100-xeon", "atlas-kunpeng"] and run_pairs(base, "cuda") == ["v100-xeon"]
+        resolve_accelerator("tpu")
+    assert "--prefer-emulated" not in service_args(STUDY.parameters({**base, "accelerator": "auto"}), "v100-xeon")
+    assert "--prefer-emulated" in service_args(STUDY.parameters({**base, "accelerator": "emulated"}), "v100-xeon")
+    p = STUDY.parameters(base)
+    assert run_pairs(p, "emulated") == ["v100-xeon", "atlas-kunpeng"] and run_pairs(p, "cuda") == ["v100-xeon"]
 
 
 def test_failures_are_counted_once_by_kind():
-    from bench.windve.metrics import Metrics
+    from bench.windve.system.prometheus import Metrics
 
     m = Metrics()
     for status in (429, 429, 422, 413, 400, 503):
@@ -248,8 +250,8 @@ def test_emulated_cache_misses_count_in_the_prediction():
     takes max(law(C), their CPU time), and admission predicts with that (the issue's 2.6 s first burst)."""
     from types import SimpleNamespace
 
-    from bench.windve.admission import Backlog, predict
-    from bench.windve.instances import EmulatedAccelerator
+    from bench.windve.system.admission import Backlog, predict
+    from bench.windve.system.instances import EmulatedAccelerator
 
     emu = EmulatedAccelerator("emulated", SimpleNamespace(device="cpu"), emulation.LinearLaw(0.001, 0.01))
     emu.cache["seen"] = np.zeros(3)

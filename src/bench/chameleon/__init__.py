@@ -1,21 +1,23 @@
-"""Chameleon (Jiang et al.): IVF-PQ search on CPU, CPU+GPU, GPU and a modelled near-memory accelerator,
-disaggregated memory nodes over TCP, and RALM serving.
+"""Chameleon (Jiang et al., "Chameleon: a heterogeneous and disaggregated accelerator system for
+retrieval-augmented language models"): IVF-PQ search on CPU, CPU+GPU, GPU and a modelled near-memory
+accelerator (ChamVS), disaggregated memory nodes over TCP, and RALM serving (ChamLM).
 
-Modules (each says which part of the paper it implements):
-
-- ``pqscan``: the project's own PQ-scan kernel in torch (section 2.2, Figure 2 steps 4-6).
-- ``configs``: the search configurations of section 6.2 behind one interface.
-- ``fpga_model``: performance model of one ChamVS memory node (section 4.1, 4.3, 6.2).
-- ``priority_queue``: the approximate hierarchical priority queue (section 4.2, Figures 7 and 8).
-- ``protocol``, ``memory_node``, ``coordinator``: disaggregated memory nodes (sections 3, 4.3).
-- ``ralm``: ChamLM decoder-only / encoder-decoder transformers with retrieval (section 6.3, Table 2).
-- ``energy``: energy per query (Table 5).
-- ``paper_values``: the authors' archived values (``paper_data/``).
-
-The study contract (docs/adding-a-study.md): ``runner.STEPS`` maps the measurement steps to the step
-modules ``steps_search`` (index, Figure 9, throughput, the scan target), ``steps_model``, ``steps_queue``,
-``steps_nodes`` and ``steps_ralm`` (RALM, Table 5); ``figures.FIGURES`` is the figure registry
-(``figures``, ``figures_search``, ``figures_ralm``); ``claims`` builds the ledger rows; ``cli`` the verbs.
+- ``system/``: the paper's mechanisms, usable on their own (the PQ-scan kernel, the search back ends of
+  section 6.2, the ChamVS performance model, the approximate priority queue, memory nodes and their
+  coordinator, RALM generation, energy counters);
+- ``steps/``: one module per step, each declaring what it reads and writes: the ``index`` build, then
+  ``search`` (Figure 9, throughput), ``scan`` (the torch scan target), ``model`` (the performance model
+  against the authors' points), ``queue`` (Figures 7, 8), ``nodes`` (memory nodes), ``ralm``
+  (Figures 10-12), ``energy`` (Table 5); shared step inputs in ``steps/inputs.py``;
+- ``analysis``: the aggregates figures and claims share; ``figures/``: the registered figures;
+  ``claims``: the ledger rows; ``paper_values``: the authors' archived values (``paper_data/``).
 
 This package imports neither torch nor faiss at import time, so memory-node processes start fast.
 """
+from ..core.study import Steps, Study
+from .params import Params
+
+STUDY = Study(name="chameleon", cli="chameleon",
+              help="Chameleon: IVF-PQ on CPU/GPU/modelled FPGA, memory nodes, RALM serving",
+              params=Params, steps=Steps(f"{__name__}.steps"), figures=f"{__name__}.figures",
+              claims=f"{__name__}.claims")

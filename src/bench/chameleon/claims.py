@@ -5,36 +5,24 @@ scan against faiss, scan GB/s per core, the performance model against the author
 nodes), each computed from records with an interval from repeats (bootstrap)."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 
-from ..core import claims, records
+from ..core import claims
+from . import analysis
+from .params import Params
 
 RECORDS = ("search", "scan", "model", "queue", "nodes", "energy")
 OPTIONAL_RECORDS = ("ralm",)   # when RALM is enabled
 STUDY = "chameleon"
-NO_CUDA = "needs CUDA (no GPU on this machine), recorded as not_run"
+RALM_COMPARED = ("fpga-gpu", "cpu-gpu")   # the paper's RALM claims compare these two
 
 
-def _read(paths) -> pd.DataFrame:
-    return records.read_all(paths)
-
-
-def _busy(df: pd.DataFrame) -> bool:
-    return claims.busy(df)
-
-
-def _scale(inputs) -> str:
-    ours = _read(inputs["model"]).attrs["provenance"].get("ours", [])
+def _scale(model: pd.DataFrame) -> str:
+    ours = model.attrs["provenance"].get("ours", [])
     n = sorted({int(o["n_vectors"]) for o in ours})
     size = "/".join(f"{v // 1000}k" if v >= 1000 else str(v) for v in n) or "?"
     return f"{size} vectors per dataset vs the paper's 1B (SIFT, Deep, SYN-512, SYN-1024)"
-
-
-def _latency(search: pd.DataFrame) -> pd.DataFrame:
-    return search[(search.kind == "latency") & (search.phase == "measured")]
 
 
 def _speedups(lat: pd.DataFrame, fast: str, slow: str = "cpu") -> list[tuple]:
@@ -60,10 +48,11 @@ def _over_cells(cells: list[tuple]) -> tuple[float, float, float, str]:
 def _speedup_claim(search, config, claim_id, text, paper, lo_paper, scale) -> claims.Claim:
     rows = search[search.config == config]
     if rows.empty or (rows.source == "not_run").all():
-        why = rows.why.dropna().iloc[0] if "why" in rows and rows.why.notna().any() else NO_CUDA
+        why = (rows.why.dropna().iloc[0] if "why" in rows and rows.why.notna().any()
+               else "no rows: not in this profile's configs" if rows.empty else "recorded as not_run")
         return claims.claim(STUDY, claim_id, text, paper, ours=None, unit="x", scale=scale, source="not_run",
                             reason=f"{config}: not run ({why})")
-    cells = _speedups(_latency(search), config)
+    cells = _speedups(analysis.search_latency(search), config)
     if not cells:
         return claims.claim(STUDY, claim_id, text, paper, ours=None, unit="x", scale=scale, source="not_run",
                             reason=f"no cpu and {config} latencies at the same batch size")
@@ -73,18 +62,17 @@ def _speedup_claim(search, config, claim_id, text, paper, lo_paper, scale) -> cl
            if modelled else f"measured {config}")
     return claims.claim(
         STUDY, claim_id, text, paper, ours=est, ci=(lo, hi), threshold=lo_paper, unit="x",
-        scale=scale, source="modelled" if modelled else "measured", machine_busy=_busy(search),
+        scale=scale, source="modelled" if modelled else "measured", machine_busy=claims.busy(search),
         reason=f"{how} against measured cpu, median latencies per dataset x batch size; {spread}")
 
 
-def _energy_claim(inputs, search, scale) -> claims.Claim:
-    en = _read(inputs["energy"])
+def _energy_claim(energy: pd.DataFrame, search: pd.DataFrame, scale: str) -> claims.Claim:
     text, paper = "ChamVS 5.8-26.2x more energy-efficient than the CPU (Table 5)", "5.8-26.2x"
-    en = en[en.source != "not_run"] if "source" in en else en
+    en = analysis.energy_ran(energy)
     if en.empty or "batch_size" not in en:
         return claims.claim(STUDY, "energy-efficiency", text, paper, ours=None, unit="x", scale=scale,
                             source="not_run", reason="no energy rows (no search records with cpu and fpga configs)")
-    lat = _latency(search)
+    lat = analysis.search_latency(search)
     cells = []
     for (ds, bs), g in en.groupby(["dataset", "batch_size"]):
         c, f = g[g.config == "cpu"], g[g.config.str.startswith("fpga")]
@@ -101,26 +89,43 @@ def _energy_claim(inputs, search, scale) -> claims.Claim:
     src = "measured" if all(c[5] == {"measured"} for c in cells) else "modelled"
     return claims.claim(
         STUDY, "energy-efficiency", text, paper, ours=est, ci=(lo, hi), threshold=5.8, unit="x",
-        scale=scale, source=src, machine_busy=_busy(search),
+        scale=scale, source=src, machine_busy=claims.busy(search),
         reason=f"MODELLED: no readable power counter here; energy per query = the power the paper's Table 5 "
                f"implies x our latency (fpga latency itself modelled), per dataset x batch size; {spread}")
 
 
-def _ralm_claims(inputs, scale) -> list[claims.Claim]:
+def _ralm_missing(r: pd.DataFrame, config: str) -> str | None:
+    """Why the RALM records hold no run of ``config``, as the records say (None where it ran)."""
+    rows = r[r.config == config]
+    if (rows.source != "not_run").any():
+        return None
+    if rows.empty:
+        return f"{config} has no rows (not in this profile's ralm.configs)"
+    why = rows.why.dropna() if "why" in rows else pd.Series([], dtype=object)
+    return f"{config} not run ({why.iloc[0]})" if len(why) else f"{config} recorded as not_run"
+
+
+def _ralm_reason(r: pd.DataFrame) -> str:
+    """What the records say about the two configurations the paper compares (the claims stay not_run)."""
+    gone = {c: why for c in RALM_COMPARED if (why := _ralm_missing(r, c)) is not None}
+    if gone:
+        return f"{', '.join(gone)}: {'; '.join(gone.values())}"
+    layers = ", ".join(str(int(v)) for v in sorted(r.layers.dropna().unique())) if "layers" in r else "?"
+    return (f"{' and '.join(RALM_COMPARED)} both ran, but no ratio is computed: our LMs are random-weight models "
+            f"scaled by the profile (layers {layers}), not the paper's full-size LMs, so retrieval's share of a "
+            f"step is not the paper's")
+
+
+def _ralm_claims(ralm: pd.DataFrame | None, scale: str) -> list[claims.Claim]:
     specs = [("ralm-latency-vs-cpu-gpu", "RALM up to 2.16x lower latency than CPU-GPU (Figure 10)", "up to 2.16x"),
              ("ralm-throughput-vs-cpu-gpu", "RALM up to 3.18x higher throughput than CPU-GPU (Figure 11)",
               "up to 3.18x")]
-    if not inputs.get("ralm"):
+    if ralm is None:
         return [claims.claim(STUDY, cid, text, pv, ours=None, unit="x", scale=scale, source="not_run",
                              reason="RALM disabled in this profile") for cid, text, pv in specs]
-    r = _read(inputs["ralm"])
-    ran = set(r[r.source != "not_run"].config)
-    missing = [c for c in ("fpga-gpu", "cpu-gpu") if c not in ran]
-    extra = _ralm_fpga_cpu_note(r)
+    reason = _ralm_reason(ralm) + _ralm_fpga_cpu_note(ralm)
     return [claims.claim(STUDY, cid, text, pv, ours=None, unit="x", scale=f"{scale}; models scaled by the profile",
-                         source="not_run", reason=f"{', '.join(missing) or 'fpga-gpu, cpu-gpu'}: "
-                                              f"{NO_CUDA} (the LM runs on the CPU here){extra}")
-            for cid, text, pv in specs]
+                         source="not_run", reason=reason) for cid, text, pv in specs]
 
 
 def _ralm_fpga_cpu_note(r: pd.DataFrame) -> str:
@@ -133,9 +138,8 @@ def _ralm_fpga_cpu_note(r: pd.DataFrame) -> str:
     return f"; for reference fpga-cpu (modelled) over cpu at retrieval steps, batch 1: {est:.2f}x [{lo:.2f}, {hi:.2f}]"
 
 
-def _queue_claim(inputs) -> claims.Claim:
-    q = _read(inputs["queue"])
-    f8 = q[q.figure == "fig8"].dropna(subset=["authors"])
+def _queue_claim(q: pd.DataFrame) -> claims.Claim:
+    f8 = analysis.fig8_authors(q)
     text = "the approximate hierarchical queue returns the exact top-K for >= 99% of queries at the authors' L1 lengths"
     col = "identical_real_at_authors" if "identical_real_at_authors" in f8 else "identical_iid_at_analytic"
     if f8.empty:
@@ -154,10 +158,10 @@ def _queue_claim(inputs) -> claims.Claim:
                + ", ".join(f"m={int(r.m)} {r[col] * 100:.1f}%" for _, r in f8.iterrows()))
 
 
-def _scan_targets(inputs) -> list[claims.Claim]:
-    sc = _read(inputs["scan"])
-    busy = _busy(sc)
-    m = sc[(sc.source == "measured") & (sc.device == "cpu")]
+def _scan_targets(sc: pd.DataFrame) -> list[claims.Claim]:
+    busy = claims.busy(sc)
+    m = analysis.scan_measured(sc)
+    m = m[m.device == "cpu"]
     t, f = m[m.impl == "torch"], m[m.impl == "faiss"]
     per = t.groupby("dataset").pair_ratio_torch_over_faiss.median()
     worst = per.idxmax()
@@ -187,15 +191,12 @@ def _scan_targets(inputs) -> list[claims.Claim]:
     ]
 
 
-def _model_targets(inputs) -> list[claims.Claim]:
-    md = _read(inputs["model"])
-    val = md[~md.calibration]
-    within = val.rel_error.abs() <= 0.2
-    share = float(within.mean())
+def _model_targets(md: pd.DataFrame, q: pd.DataFrame) -> list[claims.Claim]:
+    val = analysis.uncalibrated(md)
+    share = float(analysis.within_tolerance(val).mean())
     thr, lat = val[val.kind == "qps"], val[val.kind != "qps"]
-    frac = lambda d: f"{int((d.rel_error.abs() <= 0.2).sum())}/{len(d)}"  # noqa: E731
-    q = _read(inputs["queue"])
-    f8 = q[q.figure == "fig8"].dropna(subset=["authors"])
+    frac = lambda d: f"{int(analysis.within_tolerance(d).sum())}/{len(d)}"  # noqa: E731
+    f8 = analysis.fig8_authors(q)
     same = float((f8.analytic_one_queue_per_unit == f8.authors).mean())
     return [
         claims.claim(STUDY, "target-model-within-20pct", "performance model within 20% of the authors' archived "
@@ -216,9 +217,8 @@ def _model_targets(inputs) -> list[claims.Claim]:
     ]
 
 
-def _nodes_targets(inputs) -> list[claims.Claim]:
-    nd = _read(inputs["nodes"])
-    chk = nd[nd.kind == "check"]
+def _nodes_targets(nd: pd.DataFrame) -> list[claims.Claim]:
+    chk = analysis.node_checks(nd)
     ident = chk[chk.check.str.startswith("identical")]
     ok = float(ident.passed.all()) if len(ident) else float("nan")
     faults = chk[~chk.check.str.startswith("identical")]
@@ -235,22 +235,22 @@ def _nodes_targets(inputs) -> list[claims.Claim]:
     ]
 
 
-def build(inputs: dict[str, list[Path]], params: dict, profile: str) -> list[claims.Claim]:
-    scale = _scale(inputs)
-    search = _read(inputs["search"])
+def build(data: dict[str, pd.DataFrame], params: Params, profile: str) -> list[claims.Claim]:
+    scale = _scale(data["model"])
+    search = data["search"]
     return [
         _speedup_claim(search, "fpga-cpu", "fpga-cpu-vs-cpu-latency",
                        "FPGA-CPU 1.36-6.13x lower vector-search latency than CPU (Figure 9)", "1.36-6.13x", 1.36, scale),
         _speedup_claim(search, "fpga-gpu", "fpga-gpu-vs-cpu-latency",
                        "FPGA-GPU 2.25-23.72x lower vector-search latency than CPU (Figure 9)", "2.25-23.72x", 2.25,
                        scale),
-        _energy_claim(inputs, search, scale),
-        *_ralm_claims(inputs, scale),
-        _queue_claim(inputs),
+        _energy_claim(data["energy"], search, scale),
+        *_ralm_claims(data.get("ralm"), scale),
+        _queue_claim(data["queue"]),
         _speedup_claim(search, "cpu-gpu", "cpu-gpu-vs-cpu-latency",
                        "CPU-GPU 0.91-1.42x of CPU's speed: little or negative gain (section 6.2)", "0.91-1.42x", 0.91,
                        scale),
-        *_scan_targets(inputs),
-        *_model_targets(inputs),
-        *_nodes_targets(inputs),
+        *_scan_targets(data["scan"]),
+        *_model_targets(data["model"], data["queue"]),
+        *_nodes_targets(data["nodes"]),
     ]

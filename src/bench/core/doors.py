@@ -6,7 +6,7 @@
 - :func:`positive_int`, :func:`nonneg_int`: argparse types for counts and seeds;
 - :func:`study_params`: ``--params`` validated against the study's schema section, by the same validator
   and message format as the profile (defaults come from the schema);
-- :func:`inputs`: ``--input KEY=PATH``: every key one the step declares (:func:`bench.core.step.reads`),
+- :func:`inputs`: ``--input KEY=PATH``: every key one the step declares (``needs``/``optional`` of :func:`bench.core.study.step`),
   every required key given, every path present;
 - :func:`dataset`: ``--dataset`` declared in the params' ``datasets`` and equal to the manifest's name;
 - :func:`records`: ``--records KIND=PATH``: kinds the verb reads, files present;

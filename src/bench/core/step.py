@@ -47,23 +47,6 @@ class Context:
         return self.input(key) if self.inputs.get(key) else None
 
 
-def reads(*keys: str, optional: tuple[str, ...] = ()):
-    """Declare the ``--input`` keys a step (or a build) reads: each required key must be given once (a
-    glob such as ``index_*`` matches keys given per dataset), an ``optional`` one may be. The study CLI
-    checks a command's inputs against this before any work (:mod:`bench.core.doors`)."""
-    def mark(fn):
-        fn.reads, fn.optional_reads = tuple(keys), tuple(optional)
-        return fn
-    return mark
-
-
-def declared_inputs(fn) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
-    """(required, optional) input keys ``fn`` declares with :func:`reads`, or None where it declares none."""
-    if not hasattr(fn, "reads"):
-        return None
-    return fn.reads, fn.optional_reads
-
-
 @dataclasses.dataclass
 class Result:
     """What a step returns: its rows and, in words, what was measured and how."""

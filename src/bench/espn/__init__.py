@@ -1,10 +1,17 @@
 """ESPN (Shrestha, Reddy, Li): multi-vector re-ranking embeddings on SSD with an ANN-driven prefetcher.
 
-The system under test, built here from the paper (the authors' public code holds only a GPUDirect read
-layer): ``layout`` (ESPN-v1 on-disk table, section 4.1), ``encoders`` (CLS + BOW vectors, section 3.1),
-``ann`` (IVF candidate generation, section 4.2), ``backends`` (embedding access: memory, mmap, O_DIRECT,
-GDS), ``maxsim`` (equation 1), ``pipeline`` (prefetcher, early and partial re-ranking, sections 4.2-4.4),
-``memory`` (memory budgets and the emulated slower SSD, section 5.1). ``steps`` measure (``runner.STEPS``
-names them), ``figures`` draws every table and figure from records, ``eq4`` evaluates equation 4 from
-records, ``claims`` builds the study's rows of the claims ledger, ``cli`` wires the verbs.
+The system under test is built here from the paper (the authors' public code holds only a GPUDirect read
+layer) and lives in :mod:`.system`: the ESPN-v1 table (section 4.1), the CLS + BOW encoders (3.1), IVF
+candidate generation split for the prefetcher (4.2, through :mod:`bench.ann.ivf`), the embedding back ends
+(memory, mmap, O_DIRECT, GDS), MaxSim (equation 1), the prefetching retriever (4.2-4.4), memory budgets
+and the emulated slower SSD (5.1), equation 4 (4.3). The steps in :mod:`.steps` build and measure;
+:mod:`.analysis` holds what the figures (:mod:`.figures`, every table and figure of the paper) and the
+claims (:mod:`.claims`) both compute from the records.
 """
+from ..core.study import Steps, Study
+from .params import Params
+from .verbs import verbs
+
+STUDY = Study(name="espn", cli="espn", help="ESPN: multi-vector re-ranking embeddings on SSD with a prefetcher",
+              params=Params, steps=Steps(f"{__name__}.steps"), figures=f"{__name__}.figures",
+              claims=f"{__name__}.claims", verbs=verbs)

@@ -4,15 +4,14 @@ equation 4, memory saved) and the study's targets (``target-*``). Latency ratios
 (or per-repeat) values with a bootstrap interval, never on means alone."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 
-from ..core import claims, records
-from . import backends
+from ..core import claims
 from . import paper_values as PV
-from .eq4 import ESPN_BATCH, eq4_table
+from .analysis import E2E, eq4_table, hitrate, reader_engine
+from .params import Params
+from .system.eq4 import ESPN_BATCH
 
 RECORDS = ("e2e", "hitrate", "iops", "batch", "quality")
 STUDY = "espn"
@@ -20,47 +19,13 @@ PAPER_SCALE = "16.8 GB BOW table, 8.8M passages (MS MARCO v1)"
 N_BOOT = 2000  # bootstrap resamples per interval
 
 
-def _read(paths) -> pd.DataFrame:
-    return records.read_all(paths)
-
-
-def _busy(df: pd.DataFrame) -> bool:
-    return claims.busy(df)
+_busy = claims.busy
 
 
 def _scale(prov: dict) -> str:
     b = prov.get("build", {})
     return (f"{b.get('table_bytes', 0) / 1e6:.0f} MB table, {b.get('n_real', 0):,} passages + "
             f"{b.get('n_filler', 0):,} synthetic records vs {PAPER_SCALE}")
-
-
-class E2E:
-    """The end-to-end records: per-query totals of a (disk, back end, budget)."""
-
-    def __init__(self, df: pd.DataFrame):
-        self.all = df.assign(ssd=df["ssd"].fillna("native") if "ssd" in df else "native")
-        self.ok = self.all[(self.all.phase == "measured") & (self.all.status == "ok")]
-        self.prov = df.attrs.get("provenance", {})
-
-    def rows(self, ssd, backend, budget) -> pd.DataFrame:
-        o = self.ok
-        return o[(o.ssd == ssd) & (o.backend == backend) & (o.budget == budget)]
-
-    def totals(self, ssd, backend, budget) -> np.ndarray:
-        return self.rows(ssd, backend, budget).total_s.to_numpy()
-
-    def half(self, ssd) -> str | None:
-        """The budget nearest half the table (the table at 2x its memory) run with mmap on ``ssd``."""
-        b = [x for x in self.ok[(self.ok.ssd == ssd) & (self.ok.backend == "mmap")].budget.unique() if x != "unlimited"]
-        return min(b, key=lambda x: abs(float(x) - 0.5)) if b else None
-
-    def source(self, ssd, budget) -> str:
-        s = set(self.ok[(self.ok.ssd == ssd) & (self.ok.budget == budget)].source)
-        return "emulated" if "emulated" in s else "measured"
-
-    def why_not(self, ssd) -> str:
-        d = self.all[(self.all.ssd == ssd) & (self.all.status != "ok")]
-        return str(d.reason.iloc[0]) if len(d) and "reason" in d else f"no {ssd} rows recorded"
 
 
 def _range(lo_hi) -> str:
@@ -107,24 +72,24 @@ def _speedups(e: E2E) -> list[claims.Claim]:
     return out
 
 
-def _premise(e: E2E, io: pd.DataFrame, params) -> tuple[float, float, float, str]:
+def _premise(e: E2E, io: pd.DataFrame, params: Params) -> tuple[float, float, float, str]:
     """Equation 4's premise of the 1.2x target: the prefetch budget (ANN time of the lists still to scan)
     against the device time of one query's top-K reads at fio's IOPS (4 KiB units)."""
     ok = io[io.status == "ok"]
-    qd = max(params["iops_depths"])
+    qd = max(params.iops_depths)
     f = ok[(ok.tool == "fio") & (ok.qd == qd)].iops
     bw_iops = float(f.median()) if len(f) else float(ok[(ok.tool == "espn-reader") & (ok.qd == qd)].iops.median())
     mean_io = float(e.prov.get("build", {}).get("mean_io_size", 4096))
-    dev_s = params["k"] * mean_io / 4096 / bw_iops
+    dev_s = params.k * mean_io / 4096 / bw_iops
     ann = e.rows("native", "memory", "unlimited").ann_s.to_numpy()
-    est, lo, hi = claims.bootstrap_ci(ann * (1 - params["prefetch_step"]) / dev_s, n_boot=N_BOOT)
-    words = (f"prefetch budget {np.median(ann) * (1 - params['prefetch_step']) * 1e3:.2f} ms (cached ANN x "
-             f"{1 - params['prefetch_step']:.0%} of the lists) vs {dev_s * 1e3:.2f} ms of reads for the top "
-             f"{params['k']} at {'fio' if len(f) else 'reader'} QD {qd} IOPS")
+    est, lo, hi = claims.bootstrap_ci(ann * (1 - params.prefetch_step) / dev_s, n_boot=N_BOOT)
+    words = (f"prefetch budget {np.median(ann) * (1 - params.prefetch_step) * 1e3:.2f} ms (cached ANN x "
+             f"{1 - params.prefetch_step:.0%} of the lists) vs {dev_s * 1e3:.2f} ms of reads for the top "
+             f"{params.k} at {'fio' if len(f) else 'reader'} QD {qd} IOPS")
     return est, lo, hi, words
 
 
-def _cached(e: E2E, io, params) -> list[claims.Claim]:
+def _cached(e: E2E, io, params: Params) -> list[claims.Claim]:
     est, lo, hi, words = _premise(e, io, params)
     premise = claims.claim(STUDY, "target-eq4-premise", "premise of the 1.2x target (equation 4): the prefetch "
                            "budget covers the device time of one query's reads", "(target premise)", ours=est,
@@ -137,10 +102,10 @@ def _cached(e: E2E, io, params) -> list[claims.Claim]:
     return [row, premise]
 
 
-def _reader(io: pd.DataFrame, params) -> claims.Claim:
+def _reader(io: pd.DataFrame, params: Params) -> claims.Claim:
     ok = io[io.status == "ok"]
-    qd = max(params["iops_depths"])
-    eng = backends.pick_engine(params["io_engine"]) if qd > 1 else "threadpool"
+    qd = max(params.iops_depths)
+    eng = reader_engine(io, params.io_engine, qd)   # what ran, from the records
     r = ok[(ok.tool == "espn-reader") & (ok.qd == qd) & (ok.engine == eng)].iops.to_numpy()
     f = ok[(ok.tool == "fio") & (ok.qd == qd)].iops.to_numpy()
     text = f"target: O_DIRECT reader ({eng}) >= 80% of fio's 4 KiB random-read IOPS at QD {qd}"
@@ -156,16 +121,15 @@ def _reader(io: pd.DataFrame, params) -> claims.Claim:
                                "repeats", machine_busy=_busy(io))
 
 
-def _hit_rates(h: pd.DataFrame, params) -> list[claims.Claim]:
-    if "corpus" not in h:
-        h = h.assign(corpus="full index")
-    prov, K = h.attrs.get("provenance", {}), params["k"]
+def _hit_rates(h: pd.DataFrame, params: Params) -> list[claims.Claim]:
+    h = hitrate(h)
+    prov, K = h.attrs.get("provenance", {}), params.k
     out = []
     for corpus, suffix in (("full index", ""), ("real passages only", "-real-passages")):
         etas = sorted(h[h.corpus == corpus].nprobe.unique())  # nprobe values scaling to the same lists ran once
         if not etas:
             continue
-        eta = params["nprobe"] if params["nprobe"] in etas else etas[-1]
+        eta = params.nprobe if params.nprobe in etas else etas[-1]
         d = h[(h.corpus == corpus) & (h.nprobe == eta) & np.isclose(h.step, 0.3) & (h.rerank_n == K)]
         if d.empty:
             continue
@@ -183,8 +147,8 @@ def _hit_rates(h: pd.DataFrame, params) -> list[claims.Claim]:
     return out
 
 
-def _mrr(q: pd.DataFrame, params) -> claims.Claim:
-    n, K = params["partial_rerank"], params["k"]
+def _mrr(q: pd.DataFrame, params: Params) -> claims.Claim:
+    n, K = params.partial_rerank, params.k
     per = q[q.figure == "fig6-query"] if "figure" in q else q.iloc[:0]
     text = f"re-ranking only the top {n} keeps 99.3-99.7% of MRR@10 (64-128)"
     paper = f"{PV.MRR_KEPT[0]:.1%}-{PV.MRR_KEPT[1]:.1%}"
@@ -283,13 +247,13 @@ def _memory_saved(e: E2E) -> claims.Claim:
                f"[{llo:.2f}, {lhi:.2f}] (paper {PV.RATIO_VS_CACHED}x)", machine_busy=_busy(rows))
 
 
-def build(inputs: dict[str, list[Path]], params: dict, profile: str) -> list[claims.Claim]:
-    e = E2E(_read(inputs["e2e"]))
-    io, b = _read(inputs["iops"]), _read(inputs["batch"])
+def build(data: dict[str, pd.DataFrame], params: Params, profile: str) -> list[claims.Claim]:
+    e = E2E(data["e2e"])
+    io, b = data["iops"], data["batch"]
     rows = _speedups(e)
     rows.append(_ssd_reads(b))
-    rows += _hit_rates(_read(inputs["hitrate"]), params)
-    rows.append(_mrr(_read(inputs["quality"]), params))
+    rows += _hit_rates(data["hitrate"], params)
+    rows.append(_mrr(data["quality"], params))
     rows += _thresholds(b, io)
     rows.append(_memory_saved(e))
     rows.append(_reader(io, params))

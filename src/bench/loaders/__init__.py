@@ -1,14 +1,18 @@
 """Moving Stuff Around (Câmara and Hauff, ReNeuIR@SIGIR 2022): document loaders for training a neural
 ranker, measured for samples/s and memory under DataParallel and DistributedDataParallel.
 
-The system under test (usable without the measurement code):
-
-- :mod:`.collection`: the document collection bundle (TSV, offsets table, ir_datasets store, Arrow table);
-- :mod:`.stores`: the four loaders (in-memory, indexed seek/mmap, ir_datasets, Arrow) behind one interface;
-- :mod:`.samples`: (query, positive, random negative) samples and the tokenizing collate function;
-- :mod:`.model`: the BERT_CAT cross-encoder (MiniLM, cut down by layers and max length for small profiles);
-- :mod:`.train`: one training run (DP threads on CPU, DDP ranks) with per-step wait/copy/compute timers;
-- :mod:`.launch`: the process launcher (ranks, timeouts, dead ranks, memory cap);
-- :mod:`.memory`: PSS/USS of a process tree, an independent smaps_rollup reading, a cgroup memory cap (v1 or v2);
-- :mod:`.filecache`: RAMDISK copies and cold page caches (section 2.3 of the paper).
+- :mod:`.system`: the mechanisms, usable on their own: the collection bundle, the loaders (in-memory,
+  indexed, ir_datasets, Arrow), samples and collate, the BERT_CAT ranker, one training run (DP, DDP), the
+  process launcher and torchrun rank, the process tree's memory footprint, RAMDISK and cold caches;
+- :mod:`.steps`: ``build`` (bundle + encoder), ``train`` (Tables 1-2, Figure 1), ``options`` (Table 3),
+  ``loader_only`` and ``workers`` (beyond the paper);
+- :mod:`.analysis`: the aggregates the figures and claims share; :mod:`.figures`, :mod:`.claims`;
+- :mod:`.verbs`: ``bench loaders ddp-rank`` (a DDP rank under torchrun, one node or several).
 """
+from ..core.study import Steps, Study
+from .params import Params
+from .verbs import verbs
+
+STUDY = Study(name="loaders", cli="loaders", help="document loaders x DP/DDP: samples/s and memory (Moving Stuff Around)",
+              params=Params, steps=Steps(f"{__name__}.steps"), figures=f"{__name__}.figures",
+              claims=f"{__name__}.claims", verbs=verbs)

@@ -1,19 +1,12 @@
-"""Numbers the figures and claims of the loaders study derive from records (never from new runs):
-per-step samples/s of a run, the share of step time per part, memory per run."""
+"""The numbers the figures and the claims of the loaders study (Moving Stuff Around) share, derived from
+records only (never from new runs): per-step samples/s of a run, memory readings per run, the grid's
+configurations and loaders, what ran (device, implementation) and where the machine was busy."""
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ..core import records
-
 GB = 1e9
-
-
-def read(paths) -> pd.DataFrame:
-    return records.read_all(paths)
 
 
 def steps(df: pd.DataFrame) -> pd.DataFrame:
@@ -33,12 +26,47 @@ def runs(df: pd.DataFrame) -> pd.DataFrame:
     return df[df.kind == "run"].copy()
 
 
+def grid(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the Tables 1-2 grid (not the options)."""
+    return df[df.option == "grid"]
+
+
+def grid_loaders(df: pd.DataFrame) -> list[str]:
+    """The grid's loaders in the order they ran."""
+    return list(dict.fromkeys(grid(df).loader))
+
+
+def configs(df: pd.DataFrame) -> list[tuple[str, int]]:
+    """The grid's (parallel, replicas) that have a run row, by replicas then DP before DDP."""
+    r = runs(grid(df))
+    have = set(zip(r.parallel, r.replicas.astype(int)))
+    return [(p, n) for n in sorted({n for _, n in have}) for p in ("dp", "ddp") if (p, n) in have]
+
+
+def max_replicas(df: pd.DataFrame, parallel: str = "ddp") -> int:
+    """The most replicas of a grid run of ``parallel`` that ran (0 when none did)."""
+    r = runs(df[(df.option == "grid") & (df.parallel == parallel) & (df.status == "ok")])
+    return int(r.replicas.max()) if len(r) else 0
+
+
+def oom(df: pd.DataFrame, cfg: tuple[str, int], loader: str) -> bool:
+    """Whether the grid run of ``loader`` at ``cfg`` was killed by the memory cap."""
+    r = runs(df[(df.option == "grid") & (df.loader == loader) & (df.parallel == cfg[0]) & (df.replicas == cfg[1])])
+    return bool(len(r)) and (r.status == "oom").any()
+
+
 def tput(st: pd.DataFrame, **sel) -> np.ndarray:
     """Per-step samples/s of the run(s) matching ``sel`` (column=value)."""
     m = np.ones(len(st), bool)
     for k, v in sel.items():
         m &= (st[k] == v).to_numpy()
     return st.loc[m, "samples_per_s"].to_numpy(float)
+
+
+def wait_share(st: pd.DataFrame, par: str, n: int, loaders: list[str]) -> dict[str, float]:
+    """% of the mean step time spent waiting for the DataLoader's batch, per loader (Figure 1)."""
+    g = st[(st.parallel == par) & (st.replicas == n)].groupby("loader")[["wait_s", "copy_s", "compute_s"]].mean()
+    return {l: 100 * g.loc[l, "wait_s"] / g.loc[l].sum() for l in loaders if l in g.index}
 
 
 def mem(df: pd.DataFrame, run_id: str, col: str = "pss_bytes") -> np.ndarray:
@@ -54,21 +82,24 @@ def run_id(loader: str, parallel: str, replicas: int) -> str:
 
 def table(df: pd.DataFrame, value: str) -> pd.DataFrame:
     """loader x (parallel, replicas) of a run-row column; OOM cells as NaN with status kept apart."""
-    r = runs(df[df.option == "grid"])
+    r = runs(grid(df))
     return r.pivot_table(index="loader", columns=["replicas", "parallel"], values=value, aggfunc="first")
 
 
-def _md_table(df: pd.DataFrame) -> str:
-    cols = [str(c) if not isinstance(c, tuple) else " ".join(map(str, c)) for c in df.columns]
-    head = "| " + " | ".join([str(df.index.name or "")] + cols) + " |"
-    rule = "|" + "---|" * (len(cols) + 1)
-    body = ["| " + " | ".join([str(i)] + [str(v) for v in row]) + " |" for i, row in zip(df.index, df.to_numpy())]
-    return "\n".join([head, rule, *body])
+def busy(df: pd.DataFrame, *run_ids: str) -> bool:
+    """Whether the machine was busy during any of these runs (the records' quiet check)."""
+    r = df[df.run_id.isin(run_ids)]
+    return bool(r.machine_busy.any()) if "machine_busy" in r else False
 
 
-def markdown(df: pd.DataFrame, path: Path, title: str, note: str) -> Path:
-    """A Markdown table (cells already formatted as text) with a title and a note."""
-    from ..core.atomic import write_text
+def implementations(df: pd.DataFrame) -> list[str]:
+    """What ran as DP and DDP, from the run rows' ``implementation`` (empty for records without it)."""
+    if "implementation" not in df:
+        return []
+    return sorted(set(runs(df).implementation.dropna()))
 
-    write_text(path, f"# {title}\n\n{_md_table(df)}\n\n{note}\n")
-    return path
+
+def collection(df: pd.DataFrame) -> tuple[object, float]:
+    """(documents, MB) of the collection the records were measured on (``?`` when not recorded)."""
+    coll = df.attrs.get("provenance", {}).get("collection", {})
+    return coll.get("n_docs", "?"), coll.get("collection_bytes", 0) / 1e6

@@ -3,13 +3,13 @@ issue's targets, judged on the records with intervals (bootstrap over measured s
 memory readings of the measured steps)."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
+import pandas as pd
 
-from ..core import claims as C
+from ..core import claims
 from . import analysis as A
 from . import paper_values as P
+from .params import Params
 
 RECORDS = ("train", "options")
 STUDY = "loaders"
@@ -32,23 +32,13 @@ def _not_run_why(df, parallel: str, replicas: int) -> str:
 
 
 def _scale(df, what: str) -> str:
-    coll = df.attrs.get("provenance", {}).get("collection", {})
-    return (f"{what}; ours: {_device(df)}, {coll.get('n_docs', '?')} docs ({coll.get('collection_bytes', 0) / 1e6:.0f} MB), "
+    n_docs, mb = A.collection(df)
+    return (f"{what}; ours: {_device(df)}, {n_docs} docs ({mb:.0f} MB), "
             f"cut-down MiniLM; paper: GTX 1080 Ti GPUs, DistilBERT, 3.2M docs (22 GB)")
 
 
-def _busy(df, *run_ids) -> bool:
-    r = df[df.run_id.isin(run_ids)]
-    return bool(r.machine_busy.any()) if "machine_busy" in r else False
-
-
-def _max_replicas(df, parallel="ddp") -> int:
-    r = A.runs(df[(df.option == "grid") & (df.parallel == parallel) & (df.status == "ok")])
-    return int(r.replicas.max()) if len(r) else 0
-
-
 def _tput_ratio(st, a: dict, b: dict):
-    return C.ratio_ci(A.tput(st, **a), A.tput(st, **b))
+    return claims.ratio_ci(A.tput(st, **a), A.tput(st, **b))
 
 
 def _ddp_over_dp_paper(loader: str) -> str:
@@ -57,43 +47,42 @@ def _ddp_over_dp_paper(loader: str) -> str:
     return f"{100 * (t[('ddp', 2)] / t[('dp', 2)] - 1):+.1f}% (2 GPUs)" if t else "— (not in the paper)"
 
 
-def _throughput_claims(df, st) -> list[C.Claim]:
+def _throughput_claims(df, st) -> list[claims.Claim]:
     out = []
     e, lo, hi = _tput_ratio(st, {"loader": "ir_datasets", "parallel": "ddp", "replicas": 1},
                             {"loader": "in-memory", "parallel": "ddp", "replicas": 1})
-    out.append(C.claim(STUDY, "in-memory-not-faster", "in-memory is not faster: ir_datasets within about 2% of it (1 GPU)",
+    out.append(claims.claim(STUDY, "in-memory-not-faster", "in-memory is not faster: ir_datasets within about 2% of it (1 GPU)",
                        "-1.25% (DDP) / +0.8% (DP)", ours=e, ci=(lo, hi), threshold=0.98, unit="x in-memory samples/s",
-                       scale=_scale(df, "DDP, 1 replica"), machine_busy=_busy(df, "ir_datasets/ddp/1", "in-memory/ddp/1"),
+                       scale=_scale(df, "DDP, 1 replica"), machine_busy=A.busy(df, "ir_datasets/ddp/1", "in-memory/ddp/1"),
                        reason="median per-step samples/s ratio, bootstrap 95% interval; passes at >= 0.98"))
-    n = _max_replicas(df)
+    n = A.max_replicas(df)
     if n < 2:
         why = _not_run_why(df, "ddp", 2)
-        out += [C.claim(STUDY, cid, text, pv, ours=None, source="not_run", unit="x", scale=_scale(df, "2 replicas"),
+        out += [claims.claim(STUDY, cid, text, pv, ours=None, source="not_run", unit="x", scale=_scale(df, "2 replicas"),
                         reason=f"not run: {why}") for cid, text, pv in (
             ("irds-ahead-multi-gpu", "ir_datasets is ahead of in-memory with two or more GPUs", "+2.33% (DDP, 2 GPUs)"),
             ("ddp-faster-than-dp", "DDP is slightly faster than DP (GIL)", _ddp_over_dp_paper("ir_datasets")))]
     if n >= 2:
         e, lo, hi = _tput_ratio(st, {"loader": "ir_datasets", "parallel": "ddp", "replicas": n},
                                 {"loader": "in-memory", "parallel": "ddp", "replicas": n})
-        out.append(C.claim(STUDY, "irds-ahead-multi-gpu", "ir_datasets is ahead of in-memory with two or more GPUs",
+        out.append(claims.claim(STUDY, "irds-ahead-multi-gpu", "ir_datasets is ahead of in-memory with two or more GPUs",
                            "+2.33% (DDP, 2 GPUs)", ours=e, ci=(lo, hi), threshold=1.0, unit="x in-memory samples/s",
                            scale=_scale(df, f"DDP, {n} replicas"),
-                           machine_busy=_busy(df, f"ir_datasets/ddp/{n}", f"in-memory/ddp/{n}"),
+                           machine_busy=A.busy(df, f"ir_datasets/ddp/{n}", f"in-memory/ddp/{n}"),
                            reason="median per-step samples/s ratio; passes when the whole interval is >= 1"))
-        loaders = [l for l in dict.fromkeys(df[df.option == "grid"].loader)]
-        for l in loaders:
+        for l in A.grid_loaders(df):
             e, lo, hi = _tput_ratio(st, {"loader": l, "parallel": "ddp", "replicas": 2},
                                     {"loader": l, "parallel": "dp", "replicas": 2})
             pv = _ddp_over_dp_paper(l)
             cid = "ddp-faster-than-dp" if l == "ir_datasets" else None
             kw = dict(ours=e, ci=(lo, hi), unit="x DP samples/s", scale=_scale(df, "2 replicas"),
-                      machine_busy=_busy(df, f"{l}/ddp/2", f"{l}/dp/2"),
+                      machine_busy=A.busy(df, f"{l}/ddp/2", f"{l}/dp/2"),
                       reason=f"DDP over DP ({_impls(df)}), median per-step samples/s")
             if cid:  # one measurement, one row: it is the paper's claim and the harness's target (same threshold)
                 kw["reason"] += "; also the harness's target 'DDP at least as fast as DP' (same threshold)"
-                out.append(C.claim(STUDY, cid, "DDP is slightly faster than DP (GIL)", pv, threshold=1.0, **kw))
+                out.append(claims.claim(STUDY, cid, "DDP is slightly faster than DP (GIL)", pv, threshold=1.0, **kw))
             else:
-                out.append(C.claim(STUDY, f"target-ddp-ge-dp-{l}",
+                out.append(claims.claim(STUDY, f"target-ddp-ge-dp-{l}",
                                    f"target: DDP at least as fast as DP at 2 replicas ({l})", pv, threshold=1.0, **kw))
     return out
 
@@ -102,17 +91,17 @@ def _impls(df) -> str:
     """What ran as DP and DDP, from the records."""
     if "implementation" not in df:
         return "DP: threads on CPU, DDP: processes over gloo"
-    return ", ".join(sorted(set(A.runs(df).implementation.dropna())))
+    return ", ".join(A.implementations(df))
 
 
-def _memory_claims(df) -> list[C.Claim]:
+def _memory_claims(df) -> list[claims.Claim]:
     out = []
-    n = _max_replicas(df)
+    n = A.max_replicas(df)
     runs = A.runs(df[df.option == "grid"]).set_index("run_id")
     for cid, text, repl in (("irds-memory-7-14pct", "ir_datasets needs 7-14% of in-memory's memory", 1),
                             ("target-irds-15pct-pss", "target: ir_datasets at no more than 15% of in-memory's summed PSS", n or 1)):
         a, b = f"ir_datasets/ddp/{repl}", f"in-memory/ddp/{repl}"
-        e, lo, hi = C.ratio_ci(A.mem(df, a), A.mem(df, b))
+        e, lo, hi = claims.ratio_ci(A.mem(df, a), A.mem(df, b))
         thr = 0.14 if cid.startswith("irds") else 0.15
         corpus = runs.loc[b].loader_pss_bytes / runs.loc[b].pss_mean_bytes if b in runs.index else np.nan
         lf = (runs.loc[a].loader_pss_bytes / runs.loc[b].loader_pss_bytes
@@ -120,22 +109,22 @@ def _memory_claims(df) -> list[C.Claim]:
         reason = (f"summed PSS (readings of the measured steps) ratio; the corpus is {100 * corpus:.0f}% of "
                   f"in-memory's PSS here (every process also holds torch and the model); the loaders' own "
                   f"footprint ratio (PSS after opening minus before) is {lf:.3f}")
-        verdict = C.OUT_OF_REACH if not corpus >= 0.5 else None
-        out.append(C.claim(STUDY, cid, text, "7-14% (2.79-6.72 GB vs 40-45 GB)" if repl == 1 else "<= 15%",
+        verdict = claims.OUT_OF_REACH if not corpus >= 0.5 else None
+        out.append(claims.claim(STUDY, cid, text, "7-14% (2.79-6.72 GB vs 40-45 GB)" if repl == 1 else "<= 15%",
                            ours=e, ci=(lo, hi), threshold=thr, direction="<=", unit="x in-memory PSS",
                            scale=_scale(df, f"DDP, {repl} replica(s)"), reason=reason, verdict=verdict,
-                           machine_busy=_busy(df, a, b)))
+                           machine_busy=A.busy(df, a, b)))
     if n >= 2:
-        e, lo, hi = C.ratio_ci(A.mem(df, f"in-memory/ddp/{n}"), A.mem(df, "in-memory/ddp/1"))
+        e, lo, hi = claims.ratio_ci(A.mem(df, f"in-memory/ddp/{n}"), A.mem(df, "in-memory/ddp/1"))
         lin = n * 0.9
         a, b = f"in-memory/ddp/{n}", "in-memory/ddp/1"
         corpus = (runs.loc[a].loader_pss_bytes / runs.loc[b].loader_pss_bytes
                   if a in runs.index and b in runs.index else np.nan)
-        out.append(C.claim(STUDY, "inmem-ddp-memory-linear",
+        out.append(claims.claim(STUDY, "inmem-ddp-memory-linear",
                            "with DDP, in-memory's memory grows linearly with the ranks (OOM beyond 2 GPUs)",
                            "80.51 GB at 2 GPUs = 2.0x 1 GPU; OOM at 4 and 8", ours=e, ci=(lo, hi), threshold=lin,
                            unit=f"x PSS of 1 replica ({n} replicas)", scale=_scale(df, f"DDP, 1 vs {n} replicas"),
-                           machine_busy=_busy(df, f"in-memory/ddp/{n}", "in-memory/ddp/1"),
+                           machine_busy=A.busy(df, f"in-memory/ddp/{n}", "in-memory/ddp/1"),
                            reason=f"summed PSS ratio; linear = {n}x, passes at >= {lin:.1f}x; the corpus copies alone "
                                   f"(each rank's PSS growth when loading) grow {corpus:.2f}x, the rest is shared library "
                                   "pages PSS splits between ranks. OOM beyond 2 replicas needs a corpus near the "
@@ -143,8 +132,8 @@ def _memory_claims(df) -> list[C.Claim]:
     ok = runs[runs.status == "ok"] if len(runs) else runs
     if len(ok) and "pss_smaps_max_reldiff" in ok:
         d = ok.pss_smaps_max_reldiff.dropna().to_numpy()
-        e, lo, hi = C.bootstrap_ci(d, stat=np.max)
-        out.append(C.claim(STUDY, "target-pss-agrees-with-smaps",
+        e, lo, hi = claims.bootstrap_ci(d, stat=np.max)
+        out.append(claims.claim(STUDY, "target-pss-agrees-with-smaps",
                            "target: summed PSS agrees within 10% with /proc/<pid>/smaps_rollup over the same tree",
                            "— (a check of our method)", ours=e, ci=(lo, hi), threshold=0.10, direction="<=",
                            unit="max relative difference", scale=f"{len(d)} runs",
@@ -154,18 +143,18 @@ def _memory_claims(df) -> list[C.Claim]:
     return out
 
 
-def _target_throughput(df, st) -> list[C.Claim]:
-    n = _max_replicas(df) or 1
+def _target_throughput(df, st) -> list[claims.Claim]:
+    n = A.max_replicas(df) or 1
     e, lo, hi = _tput_ratio(st, {"loader": "ir_datasets", "parallel": "ddp", "replicas": n},
                             {"loader": "in-memory", "parallel": "ddp", "replicas": n})
-    return [C.claim(STUDY, "target-irds-95pct-throughput", "target: ir_datasets reaches >= 95% of in-memory's samples/s",
+    return [claims.claim(STUDY, "target-irds-95pct-throughput", "target: ir_datasets reaches >= 95% of in-memory's samples/s",
                     ">= 95%", ours=e, ci=(lo, hi), threshold=0.95, unit="x in-memory samples/s",
                     scale=_scale(df, f"DDP, {n} replica(s)"),
-                    machine_busy=_busy(df, f"ir_datasets/ddp/{n}", f"in-memory/ddp/{n}"),
+                    machine_busy=A.busy(df, f"ir_datasets/ddp/{n}", f"in-memory/ddp/{n}"),
                     reason="median per-step samples/s ratio, bootstrap 95% interval")]
 
 
-def _option_claims(op) -> list[C.Claim]:
+def _option_claims(op) -> list[claims.Claim]:
     st = A.steps(op)
     runs = A.runs(op)
     have = set(runs[runs.status == "ok"].run_id)
@@ -174,32 +163,32 @@ def _option_claims(op) -> list[C.Claim]:
     workers = sorted(int(r.split("=")[1]) for r in have if r.startswith("num_workers="))
 
     def ratio(rid):
-        return C.ratio_ci(A.tput(st, run_id=rid), base)
+        return claims.ratio_ci(A.tput(st, run_id=rid), base)
     scale = _scale(op, "options on ir_datasets DDP")
     if 1 in workers:
         e, lo, hi = ratio("num_workers=1")
-        out.append(C.claim(STUDY, "one-worker-helps", "one DataLoader worker adds samples/s", "+3.8% (146.96 vs 141.62)",
+        out.append(claims.claim(STUDY, "one-worker-helps", "one DataLoader worker adds samples/s", "+3.8% (146.96 vs 141.62)",
                            ours=e, ci=(lo, hi), threshold=1.0, unit="x baseline samples/s", scale=scale,
-                           machine_busy=_busy(op, "num_workers=1", "baseline=-"), reason="median per-step ratio"))
+                           machine_busy=A.busy(op, "num_workers=1", "baseline=-"), reason="median per-step ratio"))
     if workers:
         w = max(workers)
         e, lo, hi = ratio(f"num_workers={w}")
-        out.append(C.claim(STUDY, "eight-workers-hurt", "eight workers take samples/s away", "-6.5% (132.37 vs 141.62)",
+        out.append(claims.claim(STUDY, "eight-workers-hurt", "eight workers take samples/s away", "-6.5% (132.37 vs 141.62)",
                            ours=e, ci=(lo, hi), threshold=1.0, direction="<=", unit=f"x baseline ({w} workers)",
-                           scale=scale, machine_busy=_busy(op, f"num_workers={w}", "baseline=-"),
-                           verdict=C.OUT_OF_REACH if w < 8 else None,
+                           scale=scale, machine_busy=A.busy(op, f"num_workers={w}", "baseline=-"),
+                           verdict=claims.OUT_OF_REACH if w < 8 else None,
                            reason=f"largest worker count run here is {w}" + (" (< 8, on 2 cores)" if w < 8 else "")))
     out.append(_pin_claim(op, st, have, base, scale))
     if "ramdisk=yes" in have:
         e, lo, hi = ratio("ramdisk=yes")
-        out.append(C.claim(STUDY, "ramdisk-no-gain", "RAMDISK gains nothing", "-0.6% (140.81 vs 141.62)",
+        out.append(claims.claim(STUDY, "ramdisk-no-gain", "RAMDISK gains nothing", "-0.6% (140.81 vs 141.62)",
                            ours=e, ci=(lo, hi), threshold=1.02, direction="<=", unit="x baseline samples/s",
-                           scale=scale, machine_busy=_busy(op, "ramdisk=yes", "baseline=-"),
+                           scale=scale, machine_busy=A.busy(op, "ramdisk=yes", "baseline=-"),
                            reason="no gain = the whole interval at most +2%"))
     return out
 
 
-def _pin_claim(op, st, have: set, base, scale: str) -> C.Claim:
+def _pin_claim(op, st, have: set, base, scale: str) -> claims.Claim:
     """pin_memory plus workers against the baseline (Table 3's best row), from the records: measured on
     CUDA, not run elsewhere (pin_memory is a no-op without CUDA, so those rows are recorded as not run)."""
     text, pv = "pin_memory plus workers is best", "+4.0% (147.16)"
@@ -208,23 +197,25 @@ def _pin_claim(op, st, have: set, base, scale: str) -> C.Claim:
     pinned = sorted(r for r in have & set(applied) if r.startswith("pin_memory+num_workers="))
     if not pinned:
         why = sorted(set(runs[runs.run_id.str.startswith("pin_memory")].get("why", []).dropna()) - {""})
-        return C.claim(STUDY, "pin-memory-plus-workers-best", text, pv, ours=None, source="not_run",
+        return claims.claim(STUDY, "pin-memory-plus-workers-best", text, pv, ours=None, source="not_run",
                        unit="x baseline", scale=scale, reason="; ".join(why) or "no pin_memory run in the records")
     rid = max(pinned, key=lambda r: float(np.median(A.tput(st, run_id=r))))
     others = [r for r in have if r != rid and r != "baseline=-"]
     best_other = max((float(np.median(A.tput(st, run_id=r))) for r in others), default=0.0)
-    e, lo, hi = C.ratio_ci(A.tput(st, run_id=rid), base)
-    return C.claim(STUDY, "pin-memory-plus-workers-best", text, pv, ours=e, ci=(lo, hi), threshold=1.0,
-                   unit="x baseline samples/s", scale=scale, machine_busy=_busy(op, rid, "baseline=-"),
-                   verdict=None if float(np.median(A.tput(st, run_id=rid))) >= best_other else C.NOT_REPRODUCED,
+    e, lo, hi = claims.ratio_ci(A.tput(st, run_id=rid), base)
+    return claims.claim(STUDY, "pin-memory-plus-workers-best", text, pv, ours=e, ci=(lo, hi), threshold=1.0,
+                   unit="x baseline samples/s", scale=scale, machine_busy=A.busy(op, rid, "baseline=-"),
+                   verdict=None if float(np.median(A.tput(st, run_id=rid))) >= best_other else claims.NOT_REPRODUCED,
                    reason=f"{rid} (the best pinned run) over the baseline, median per-step ratio; best only if no "
                           "other option's median is higher")
 
 
-def build(inputs: dict[str, list[Path]], params: dict, profile: str) -> list[C.Claim]:
-    df = A.read(inputs["train"])
-    st = A.steps(df[df.option == "grid"])
+def build(data: dict[str, pd.DataFrame], params: Params, profile: str) -> list[claims.Claim]:
+    """The ledger rows from the records (``train``, and ``options`` when given); ``params`` and ``profile``
+    change no verdict (the records carry what ran)."""
+    df = data["train"]
+    st = A.steps(A.grid(df))
     rows = _throughput_claims(df, st) + _target_throughput(df, st) + _memory_claims(df)
-    if inputs.get("options"):
-        rows += _option_claims(A.read(inputs["options"]))
+    if data.get("options") is not None:
+        rows += _option_claims(data["options"])
     return rows

@@ -1,14 +1,16 @@
 """Trinity (Liu and Qian, 2025): a shared vector-search pool for prefill/decode-disaggregated LLM serving.
 
-The paper has no code and no evaluation; this study builds its three mechanisms and measures them:
-
-- :mod:`.graph`: the CAGRA-style fixed-degree graph the search pool keeps resident (section 3.2);
-- :mod:`.engine`: the extend-step search engine, one extend of every active request per fixed-shape
-  batched distance operation (section 3.2, Figure 3);
-- :mod:`.batching`: static and continuous batching on that engine;
-- :mod:`.scheduler`: the stage-aware two-queue scheduler and its baselines (section 3.3, Figure 4);
-- :mod:`.serve`: the event loop that drives an engine with arrivals on a virtual clock;
-- :mod:`.workload`: the emulated LLM stages (prefill arrivals, decode streams) that issue retrievals;
-- :mod:`.roofline`: the u(X) = min(u_max, (X/X_sat)^alpha) fit of Figure 1;
-- :mod:`.placement`: the analytic model of Figure 2's three placements (modelled).
+The paper has no code and no evaluation; this study builds its mechanisms (:mod:`.system`: the
+CAGRA-style graph, the extend-step engine, static and continuous batching, the stage-aware scheduler, the
+event loop, the emulated LLM workload, Figure 1's roofline fit and Figure 2's placement model) and measures
+them (:mod:`.steps`): ``graph`` (build), ``recall`` and ``trace`` (the engine offline), ``load`` and
+``sched`` (the pool as a service, replaying the trace), ``roofline`` (Figure 1) and ``placement``
+(Figure 2, modelled). The declaration below is all the CLI, the rule file and the contract test read.
 """
+from ..core.study import Steps, Study
+from .params import Params
+
+STUDY = Study(name="trinity", cli="trinity",
+              help="Trinity: continuous batching and stage-aware scheduling of graph search",
+              params=Params, steps=Steps(f"{__name__}.steps"), figures=f"{__name__}.figures",
+              claims=f"{__name__}.claims")

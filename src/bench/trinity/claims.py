@@ -3,48 +3,26 @@ records with intervals. The paper gives no numbers (no evaluation section), so `
 qualitative claim or the issue's target."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 
-from ..core import claims, records
-from . import roofline
+from ..core import claims
+from . import analysis
+from .params import Params
+from .system import roofline
 
 RECORDS = ("recall", "load", "sched", "roofline", "placement")
 STUDY = "trinity"
 
 
-def _read(paths) -> pd.DataFrame:
-    return records.read_all(paths)
-
-
-def _busy(df) -> bool:
-    return claims.busy(df)
-
-
-def sustained(curve: pd.DataFrame, bound: float) -> float:
-    """Offered load (requests/s) at which p95 first crosses ``bound`` (linear interpolation); the largest load
-    when it never does; 0 when even the lowest load misses it."""
-    c = curve.sort_values("offered_rps")
-    x, y = c.offered_rps.to_numpy(), c.p95_s.to_numpy()
-    over = np.nonzero(y > bound)[0]
-    if not over.size:
-        return float(x[-1])
-    i = over[0]
-    if i == 0:
-        return 0.0
-    return float(x[i - 1] + (bound - y[i - 1]) * (x[i] - x[i - 1]) / (y[i] - y[i - 1]))
-
-
-def _load_claims(df: pd.DataFrame, params: dict) -> list[claims.Claim]:
-    lp, tr = params["load"], params["recall"]["target_recall"]
+def _load_claims(df: pd.DataFrame, params: Params) -> list[claims.Claim]:
+    lp, tr = params.load, params.recall.target_recall
     out = []
-    rep = df[df.engine == "replay"]
+    rep = analysis.replayed(df)
     for (ds, arrival), g in rep.groupby(["dataset", "arrival"]):
         low = g[(g.policy == "continuous") & (g.load_frac == g.load_frac.min())]
-        bound = lp["p95_bound_factor"] * float(low.p95_s.median())
-        sus = {pol: [sustained(gr, bound) for _, gr in g[g.policy == pol].groupby("repeat")]
+        bound = lp.p95_bound_factor * float(low.p95_s.median())
+        sus = {pol: [analysis.sustained(gr, bound) for _, gr in g[g.policy == pol].groupby("repeat")]
                for pol in ("static", "continuous")}
         if min(sus["static"], default=0) <= 0:   # static missed the bound even at the lowest load of a seed
             est = lo = hi = float("nan")
@@ -52,25 +30,25 @@ def _load_claims(df: pd.DataFrame, params: dict) -> list[claims.Claim]:
             est, lo, hi = claims.ratio_ci(sus["continuous"], sus["static"])
         rec = float(g.recall.mean())
         scale = (f"{ds}, {arrival} arrivals, capacity {int(g.capacity.iloc[0])} slots, {g.repeat.nunique()} seeds")
-        reason = (f"p95 bound {bound * 1e3:.0f} ms ({lp['p95_bound_factor']}x continuous p95 at the lowest load); "
+        reason = (f"p95 bound {bound * 1e3:.0f} ms ({lp.p95_bound_factor}x continuous p95 at the lowest load); "
                   f"sustained {np.median(sus['continuous']):.0f} vs {np.median(sus['static']):.0f} requests/s; "
                   f"mean recall@10 of the request mix {rec:.3f}")
         verdict = claims.NOT_REPRODUCED if rec < tr else None
         out.append(claims.claim(STUDY, f"target-continuous-load-{ds}-{arrival}",
                                 "continuous batching sustains >= 1.5x the offered load of static batching under the "
                                 "same p95 bound, at recall@10 >= 0.95", ">= 1.5x (issue target)", ours=est,
-                                ci=(lo, hi), threshold=lp["target_ratio"], unit="x", scale=scale, source="emulated",
+                                ci=(lo, hi), threshold=lp.target_ratio, unit="x", scale=scale, source="emulated",
                                 reason=reason if verdict is None else f"recall {rec:.3f} < {tr}; {reason}",
-                                machine_busy=_busy(g), verdict=verdict))
+                                machine_busy=claims.busy(g), verdict=verdict))
     return out
 
 
-def _lane_claims(df: pd.DataFrame, params: dict) -> list[claims.Claim]:
-    lp = params["load"]
-    rep = df[df.engine == "replay"]
+def _lane_claims(df: pd.DataFrame, params: Params) -> list[claims.Claim]:
+    lp = params.load
+    rep = analysis.replayed(df)
     out = []
     for ds, g in rep.groupby("dataset"):
-        hi_load = g[g.load_frac >= lp["high_load"]]
+        hi_load = g[g.load_frac >= lp.high_load]
         if hi_load.empty:
             hi_load = g[g.load_frac == g.load_frac.max()]
         cont = hi_load[hi_load.policy == "continuous"].lane_util
@@ -78,34 +56,34 @@ def _lane_claims(df: pd.DataFrame, params: dict) -> list[claims.Claim]:
         est, lo, hi = claims.bootstrap_ci(cont)
         out.append(claims.claim(STUDY, f"target-lane-util-{ds}", "lane utilisation >= 90% under continuous batching "
                                 "at high load", ">= 0.90 (issue target)", ours=est, ci=(lo, hi),
-                                threshold=lp["target_util"], unit="of lanes",
-                                scale=f"{ds}, loads >= {lp['high_load']} x capacity, {int(g.lanes.iloc[0])}-lane op",
-                                source="emulated", machine_busy=_busy(g),
+                                threshold=lp.target_util, unit="of lanes",
+                                scale=f"{ds}, loads >= {lp.high_load} x capacity, {int(g.lanes.iloc[0])}-lane op",
+                                source="emulated", machine_busy=claims.busy(g),
                                 reason=f"static at the same loads: {np.median(stat):.3f} (median)"))
         s_est, s_lo, s_hi = claims.ratio_ci(cont, stat)
-        c = g[g.load_frac == min(g.load_frac.unique(), key=lambda x: abs(x - lp["claim_load"]))]
+        c = g[g.load_frac == min(g.load_frac.unique(), key=lambda x: abs(x - lp.claim_load))]
         b = c[c.arrival == ("bursty" if "bursty" in set(c.arrival) else c.arrival.iloc[0])]
         p_est, p_lo, p_hi = claims.ratio_ci(b[b.policy == "static"].p95_s, b[b.policy == "continuous"].p95_s)
         out.append(claims.claim(STUDY, f"claim-continuous-busy-{ds}", "continuous batching keeps the distance stage "
                                 "busy (vs static)", "qualitative (sec. 3.2)", ours=s_est, ci=(s_lo, s_hi), threshold=1.0,
                                 unit="x static's lane utilisation", scale=f"{ds}, high load", source="emulated",
-                                machine_busy=_busy(g), reason="lane utilisation continuous / static at high load"))
+                                machine_busy=claims.busy(g), reason="lane utilisation continuous / static at high load"))
         out.append(claims.claim(STUDY, f"claim-continuous-smooth-p95-{ds}", "continuous batching smooths P50/P95 under "
                                 "heterogeneous, bursty queries", "qualitative (sec. 3.2)", ours=p_est, ci=(p_lo, p_hi),
                                 threshold=1.0, unit="x (static p95 / continuous p95)",
                                 scale=f"{ds}, {b.arrival.iloc[0]} arrivals at {c.load_frac.iloc[0]} x capacity",
-                                source="emulated", machine_busy=_busy(g),
+                                source="emulated", machine_busy=claims.busy(g),
                                 reason=f"p50 static/continuous {b[b.policy == 'static'].p50_s.median() / b[b.policy == 'continuous'].p50_s.median():.2f}"))
     return out
 
 
-def _hnsw_claims(df: pd.DataFrame, params: dict) -> list[claims.Claim]:
-    rp = params["recall"]
-    rcol = f"recall_at_{rp['k']}"
-    m = df[(df.phase == "measured") & (df.source == "measured")]
+def _hnsw_claims(df: pd.DataFrame, params: Params) -> list[claims.Claim]:
+    rp = params.recall
+    rcol = f"recall_at_{rp.k}"
+    m = analysis.searches(df)
     out = []
     for ds, g in m.groupby("dataset"):
-        ok = g[g[rcol] >= rp["target_recall"]]
+        ok = g[g[rcol] >= rp.target_recall]
         eng = ok[ok.system.str.startswith("engine")]
         hn = ok[ok.system == "faiss-hnsw"]
         if eng.empty or hn.empty:
@@ -121,7 +99,7 @@ def _hnsw_claims(df: pd.DataFrame, params: dict) -> list[claims.Claim]:
         est, lo, hi = claims.ratio_ci(e_runs, h_runs)
         out.append(claims.claim(STUDY, f"target-vs-hnsw-{ds}", "at its best batch size the engine reaches >= 0.5x faiss "
                                 "HNSW's queries/s at recall@10 >= 0.95 (same data, same threads)", ">= 0.5x (issue target)",
-                                ours=est, ci=(lo, hi), threshold=0.5, unit="x", source="measured", machine_busy=_busy(g),
+                                ours=est, ci=(lo, hi), threshold=0.5, unit="x", source="measured", machine_busy=claims.busy(g),
                                 scale=f"{ds}, {int(g.threads.iloc[0])} thread(s), torch CPU engine vs faiss C++",
                                 reason=f"best engine: {best_e[0]} top-M {best_e[1]:.0f} ({e_runs.median():.0f} q/s); "
                                        f"best HNSW meeting recall: efSearch {best_h:.0f} ({h_runs.median():.0f} q/s)"))
@@ -138,34 +116,34 @@ def _exact_claim(ds, g, eng, best_e, e_runs) -> list[claims.Claim]:
     dev = ex.system.iloc[0].removeprefix("exact-")
     return [claims.claim(STUDY, f"target-vs-exact-{ds}", "the engine at recall@10 >= 0.95 reaches >= 2x the "
                          "queries/s of exact brute force (matmul + topk) on the same device", ">= 2x (issue target)",
-                         ours=est, ci=(lo, hi), threshold=2.0, unit="x", source="measured", machine_busy=_busy(g),
+                         ours=est, ci=(lo, hi), threshold=2.0, unit="x", source="measured", machine_busy=claims.busy(g),
                          scale=f"{ds}, {dev}, {int(g.threads.iloc[0])} thread(s)",
                          reason=f"best engine {best_e[0]} top-M {best_e[1]:.0f} ({e_runs.median():.0f} q/s) over exact "
                                 f"on {dev} ({ex.qps.median():.0f} q/s, recall 1)")]
 
 
-def _sched_claims(df: pd.DataFrame, params: dict) -> list[claims.Claim]:
-    sp = params["scheduler"]
-    runs = df[df.row == "run"]
+def _sched_claims(df: pd.DataFrame, params: Params) -> list[claims.Claim]:
+    sp = params.scheduler
+    runs = analysis.sched_runs(df)
     fifo = runs[runs.policy == "fifo"].groupby("total_load").pre_within_deadline.median()
-    bad = fifo[1 - fifo > sp["fifo_miss"]]
-    busy = _busy(runs)
+    bad = fifo[1 - fifo > sp.fifo_miss]
+    busy = claims.busy(runs)
     if bad.empty or "trinity" not in set(runs.policy):
         why = "FIFO never missed more than 5% of deadlines in the sweep" if bad.empty else "trinity not run"
         return [claims.claim(STUDY, "target-sched-deadline", "Trinity meets >= 99% of prefill deadlines where FIFO "
-                             "misses > 5%", ">= 0.99 (issue target)", ours=None, threshold=sp["target_met"],
+                             "misses > 5%", ">= 0.99 (issue target)", ours=None, threshold=sp.target_met,
                              source="emulated", verdict=claims.INCONCLUSIVE, reason=why)]
     load = float(bad.index.min())
     at = runs[runs.total_load == load]
     tri, ff = at[at.policy == "trinity"], at[at.policy == "fifo"]
-    scale = f"total load {load:.2f} x capacity (lowest load where FIFO misses > {sp['fifo_miss']:.0%}), {tri.repeat.nunique()} seeds"
+    scale = f"total load {load:.2f} x capacity (lowest load where FIFO misses > {sp.fifo_miss:.0%}), {tri.repeat.nunique()} seeds"
     m_est, m_lo, m_hi = claims.bootstrap_ci(tri.pre_within_deadline)
     s_est, s_lo, s_hi = claims.ratio_ci(tri.dec_stall_fraction, ff.dec_stall_fraction)
     t_est, t_lo, t_hi = claims.ratio_ci(tri.tokens_per_s, ff.tokens_per_s)
     return [
         claims.claim(STUDY, "target-sched-deadline", "Trinity meets the prefill deadline for >= 99% of prefill "
                      "retrievals at a load where FIFO misses > 5%", ">= 0.99 (issue target)", ours=m_est,
-                     ci=(m_lo, m_hi), threshold=sp["target_met"], unit="of prefill", scale=scale, source="emulated",
+                     ci=(m_lo, m_hi), threshold=sp.target_met, unit="of prefill", scale=scale, source="emulated",
                      machine_busy=busy, reason=f"FIFO met {ff.pre_within_deadline.median():.3f} at this load"),
         claims.claim(STUDY, "target-sched-stall", "... with a decode stall fraction no worse than FIFO's",
                      "<= 1.0x FIFO (issue target)", ours=s_est, ci=(s_lo, s_hi), threshold=1.0, direction="<=",
@@ -173,9 +151,9 @@ def _sched_claims(df: pd.DataFrame, params: dict) -> list[claims.Claim]:
                      reason=f"stall {tri.dec_stall_fraction.median():.3f} vs FIFO {ff.dec_stall_fraction.median():.3f}"),
         claims.claim(STUDY, "claim-sched-ttft-without-starving", "the stage-aware scheduler protects TTFT without "
                      "starving decode", "qualitative (sec. 3.3)", ours=t_est, ci=(t_lo, t_hi),
-                     threshold=sp["decode_tokens_floor"], unit="x FIFO's decode tokens/s", scale=scale,
+                     threshold=sp.decode_tokens_floor, unit="x FIFO's decode tokens/s", scale=scale,
                      source="emulated", machine_busy=busy,
-                     reason=f"decode tokens/s kept (threshold {sp['decode_tokens_floor']}x FIFO); prefill met "
+                     reason=f"decode tokens/s kept (threshold {sp.decode_tokens_floor}x FIFO); prefill met "
                             f"{tri.pre_within_deadline.median():.3f} vs FIFO {ff.pre_within_deadline.median():.3f}"),
     ]
 
@@ -184,8 +162,7 @@ def _knees(df: pd.DataFrame, seed: int, n_boot: int) -> dict[str, np.ndarray]:
     """Bootstrap of each stage's knee: resample the timed runs at every batch size, refit."""
     rng = np.random.default_rng(seed)
     out = {}
-    for stage, g in df.groupby("stage"):
-        groups = [(x, gx.u.to_numpy()) for x, gx in g.groupby("x")]
+    for stage, groups in analysis.stage_runs(df).items():
         ks = []
         for b in range(n_boot):
             u = [np.median(v if b == 0 else rng.choice(v, v.size)) for _, v in groups]
@@ -194,11 +171,11 @@ def _knees(df: pd.DataFrame, seed: int, n_boot: int) -> dict[str, np.ndarray]:
     return out
 
 
-def _roofline_claims(df: pd.DataFrame, params: dict) -> list[claims.Claim]:
-    m = df[df.phase == "measured"]
-    knees = _knees(m, 0, params["roofline"]["knee_boot"])
+def _roofline_claims(df: pd.DataFrame, params: Params) -> list[claims.Claim]:
+    m = analysis.measured(df)
+    knees = _knees(m, 0, params.roofline.knee_boot)
     out = []
-    f = params["roofline"]["knee_factor"]
+    f = params.roofline.knee_factor
     for other in ("prefill", "decode"):
         if "search" not in knees or other not in knees:
             continue
@@ -209,7 +186,7 @@ def _roofline_claims(df: pd.DataFrame, params: dict) -> list[claims.Claim]:
                                 ci=(float(lo), float(hi)), threshold=float(np.log2(f)), unit="|log2 knee ratio|",
                                 scale=f"CPU proxy (FLOP/s / GEMM peak), not the paper's GPU; knees search "
                                       f"{knees['search'][0]:.3g}, {other} {knees[other][0]:.3g}",
-                                source="measured", machine_busy=_busy(m),
+                                source="measured", machine_busy=claims.busy(m),
                                 reason=f"knees differ by >= {f}x <=> |log2 ratio| >= {np.log2(f):.2f}; bootstrap over "
                                        "timed runs, refit"))
     return out
@@ -228,12 +205,7 @@ def _placement_claims(df: pd.DataFrame) -> list[claims.Claim]:
                          reason="GPU pools and links not available here; Figure 2 is modelled")]
 
 
-def build(inputs: dict[str, list[Path]], params: dict, profile: str) -> list[claims.Claim]:
-    rows = []
-    rows += _load_claims(_read(inputs["load"]), params)
-    rows += _lane_claims(_read(inputs["load"]), params)
-    rows += _hnsw_claims(_read(inputs["recall"]), params)
-    rows += _sched_claims(_read(inputs["sched"]), params)
-    rows += _roofline_claims(_read(inputs["roofline"]), params)
-    rows += _placement_claims(_read(inputs["placement"]))
-    return rows
+def build(data: dict[str, pd.DataFrame], params: Params, profile: str) -> list[claims.Claim]:
+    return [*_load_claims(data["load"], params), *_lane_claims(data["load"], params),
+            *_hnsw_claims(data["recall"], params), *_sched_claims(data["sched"], params),
+            *_roofline_claims(data["roofline"], params), *_placement_claims(data["placement"])]

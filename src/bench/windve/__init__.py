@@ -3,12 +3,19 @@ sends queries to the accelerator first and offloads peak queries to the CPU (Alg
 device detector (Section IV-C), the linear-regression queue-depth estimator (Section IV-B2, eq. 12),
 and the paper's closed-loop concurrency measurements (Section V).
 
-The system under test lives in small modules usable on their own: :mod:`.model` (the encoder),
-:mod:`.textgen` (queries of exact token lengths), :mod:`.detector` (the CUDA GPU when there is one; the
-emulated accelerator without one or on request), :mod:`.instances` (per-device batching instances),
-:mod:`.queue_manager` (Algorithm 1) with :mod:`.admission` (equation 12 used online: deadline-aware
-admission), :mod:`.warmup` (ready only once warm), :mod:`.estimator`, :mod:`.service` (the instances
-behind the queue manager), :mod:`.app` (the aiohttp HTTP layer, TEI-shaped), :mod:`.metrics` (TEI's
-metric names), :mod:`.serve` (``bench windve serve``), :mod:`.client` (closed-loop load and the service
-process handle). :mod:`.labels` reads from the records which accelerator ran (measured or emulated).
+- :mod:`.system`: the service and its mechanisms (encoder, detector, emulated accelerator, instances,
+  queue manager with deadline admission, estimator, HTTP layer, ``bench windve serve``);
+- :mod:`.load`: the load side (the service as a child process, the closed loop, one open-loop run);
+- :mod:`.steps`: ``profile`` (Figure 4, Table III, Figures 5/6) and ``serving`` (Tables I/II, overload,
+  utilisation, overhead, open loop);
+- :mod:`.analysis`: what the figures and the claims both read from the records (gains, which
+  accelerator ran: the CUDA GPU, measured, or the emulated one);
+- :mod:`.figures`, :mod:`.claims`, :mod:`.paper_values`.
 """
+from ..core.study import Steps, Study
+from .params import Params
+from .system.server import verbs
+
+STUDY = Study(name="windve", cli="windve", help="WindVE: embedding service with CPU offload of peak queries",
+              params=Params, steps=Steps(f"{__name__}.steps"), figures=f"{__name__}.figures",
+              claims=f"{__name__}.claims", verbs=verbs)

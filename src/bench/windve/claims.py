@@ -2,104 +2,62 @@
 cost saving, regression as good as the stress test, looser SLO and smaller device gap -> larger gain,
 CPU utilisation, the queue manager's < 0.1 ms) and the issue's targets (``target-*``), each judged on
 the records. Every row that involves the accelerator takes its ``source`` from the records
-(:mod:`.labels`): ``measured`` where the CUDA GPU ran (the paper's GPU + CPU setting), ``emulated`` where
+(:mod:`.analysis`): ``measured`` where the CUDA GPU ran (the paper's GPU + CPU setting), ``emulated`` where
 the emulated accelerator did."""
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from bench.core import claims as C
-from bench.core import records
+from bench.core import claims
 
-from . import labels
+from . import analysis
 from . import paper_values as PV
+from .params import Params
 
 RECORDS = ("profile", "serving")
 STUDY = "windve"
 
 
-def _read(inputs, kind) -> pd.DataFrame:
-    return records.read_all(inputs[kind])
-
-
-def _rank(slo, slos) -> int:
-    return 1 + sorted(set(slos)).index(slo)
-
-
-def gains(serv: pd.DataFrame) -> pd.DataFrame:
-    """Per pair and SLO: accelerator-only and offload max concurrency and the gain, with bounds."""
-    mc = serv[serv.kind == "maxconc"]
-    rows = []
-    for (pair, slo), g in mc.groupby(["pair", "slo_s"]):
-        a, o = g[g.config == "accelerator_only"], g[g.config == "offload"]
-        if a.empty or o.empty:
-            continue
-        a, o = a.iloc[0], o.iloc[0]
-        lo_a, hi_a = a.get("total_low", a.total), a.get("total_high", a.total)
-        lo_o, hi_o = o.get("total_low", o.total), o.get("total_high", o.total)
-        ok = bool(a.get("converged", True)) and bool(o.get("converged", True))
-        if not ok:   # a search that never met the SLO gives no interval
-            lo_a = hi_a = lo_o = hi_o = np.nan
-        rows.append({"pair": pair, "slo_s": slo, "converged": ok, "acc_only": a.total, "acc_only_low": lo_a, "acc_only_high": hi_a,
-                     "acc_part": o.get("depth_acc", o.get("depth_emulated", np.nan)), "cpu_part": o.get("depth_cpu", 0),
-                     "offload": o.total, "gain": o.total / a.total - 1,
-                     "gain_low": lo_o / hi_a - 1 if hi_a else np.nan,
-                     "gain_high": hi_o / lo_a - 1 if lo_a else np.nan,
-                     "cannot_help": bool(o.get("cannot_help", False))})
-    out = pd.DataFrame(rows)
-    if not out.empty:   # no level met the SLO in every round: no interval, rather than one without the estimate
-        bad = ~((out.gain_low <= out.gain + 1e-9) & (out.gain <= out.gain_high + 1e-9))
-        out.loc[bad, ["gain_low", "gain_high"]] = np.nan
-        out["ci_note"] = np.where(~out.converged, "; no interval: a fine-tuning search never met the SLO in every "
-                                  "round", np.where(bad, "; no interval: no level met the SLO in every round", ""))
-    return out
-
-
-def predicted_gains(prof: pd.DataFrame) -> dict:
-    """(pair, slo) -> regression-predicted gain C_CPU / C_acc from the measured profiles."""
-    d = prof[(prof.kind == "depth") & (prof.experiment == "base") & (prof.method == "regression")]
-    out = {}
-    for (pair, slo), g in d[d.device != "cpu"].groupby(["pair", "slo_s"]):
-        cpu = d[(d.device == "cpu") & (d.slo_s == slo)].depth.max()
-        out[(pair, slo)] = cpu / g.depth.max() if g.depth.max() else np.nan
-    return out
+def scale(src: str, acc_name: str = "") -> str:
+    """The claims' scale text on the accelerator."""
+    if src == "measured":
+        return f"accelerator {acc_name or 'CUDA GPU'} measured beside this CPU, standing for the paper's V100"
+    return "accelerator emulated (law = this CPU's fit x the pair's paper ratios)"
 
 
 class Builder:
     """Collects the rows with the study's scale text and busy flag."""
 
-    def __init__(self, prof, serv, params):
+    def __init__(self, prof: pd.DataFrame, serv: pd.DataFrame, params: Params):
         self.prof, self.serv, self.p = prof, serv, params
-        self.slos = sorted(params["slos_s"])
-        self.busy = any(bool(df["machine_busy"].any()) for df in (prof, serv) if "machine_busy" in df)
-        self.src = labels.source(serv, prof)           # the accelerator's rows: measured (GPU) or emulated
-        self.prof_src = labels.source(prof)
-        self.acc = labels.device(serv, prof)
-        self.acc_name = labels.name(prof)
-        self.scale = (f"MiniLM-L6 on this machine's CPU, {params['query_tokens']}-token queries, our SLOs "
-                      f"{self.slos} s standing for the paper's 1/2 s; {labels.scale(self.src, self.acc_name)}; "
+        self.slos = sorted(params.slos_s)
+        self.busy = analysis.busy(prof, serv)
+        self.src = analysis.source(serv, prof)           # the accelerator's rows: measured (GPU) or emulated
+        self.prof_src = analysis.source(prof)
+        self.acc = analysis.device(serv, prof)
+        self.acc_name = analysis.name(prof)
+        self.scale = (f"MiniLM-L6 on this machine's CPU, {params.query_tokens}-token queries, our SLOs "
+                      f"{self.slos} s standing for the paper's 1/2 s; {scale(self.src, self.acc_name)}; "
                       "paper: bge-large / jina on V100+Xeon, Atlas+Kunpeng")
-        self.rows: list[C.Claim] = []
+        self.rows: list[claims.Claim] = []
 
     def add(self, cid, text, paper, **kw):
         kw.setdefault("scale", self.scale)
         kw.setdefault("machine_busy", self.busy)
-        self.rows.append(C.claim(STUDY, cid, text, paper, **kw))
+        self.rows.append(claims.claim(STUDY, cid, text, paper, **kw))
 
     def missing(self, cid, text, paper, why, source="not_run"):
-        self.add(cid, text, paper, ours=None, source=source, verdict=C.OUT_OF_REACH, reason=why)
+        self.add(cid, text, paper, ours=None, source=source, verdict=claims.OUT_OF_REACH, reason=why)
 
 
 def _table_cells(b: Builder, g: pd.DataFrame) -> None:
-    pred = predicted_gains(b.prof)
+    pred = _predicted(b.prof)
     for tname, table in (("table1", PV.TABLE_I_GAIN), ("table2", PV.TABLE_II_GAIN)):
         model = "bge" if tname == "table1" else "jina"
         for pair in ("v100-xeon", "atlas-kunpeng"):
             for slo in b.slos[:2]:
-                rank = _rank(slo, b.slos)
+                rank = analysis.rank(slo, b.slos)
                 paper = table[(pair, rank)]
                 cid = f"{tname}-{pair}-{rank}s"
                 text = f"offload gain, {PV.PAIR_NAMES[pair][0]} + {PV.PAIR_NAMES[pair][1]}, {rank} s ({model})"
@@ -142,7 +100,7 @@ def _headline(b: Builder, g: pd.DataFrame) -> None:
           ours=sv(r.gain), ci=(sv(r.gain_low), sv(r.gain_high)), threshold=PV.COST_SAVING_MAX, unit="share",
           source=b.src, reason="gain/(1+gain) from our measured concurrencies " + reason)
     b.add("target-offload-gain-15", "with offload, max concurrency at the loosest SLO >= +15%", ">= +15%",
-          ours=r.gain, ci=(r.gain_low, r.gain_high), threshold=b.p["targets"]["offload_gain"], unit="gain",
+          ours=r.gain, ci=(r.gain_low, r.gain_high), threshold=b.p.targets.offload_gain, unit="gain",
           source=b.src, reason=reason)
     d = r.acc_part - r.acc_only
     b.add("target-acc-not-dropping", "the accelerator's max concurrency does not drop with the CPU beside it",
@@ -165,7 +123,7 @@ def _trends(b: Builder, g: pd.DataFrame, prof: pd.DataFrame) -> None:
             b.add("looser-slo-larger-gain", "a looser SLO gives a larger concurrency gain (eq. 23)", "18.2% -> 22.3%",
                   ours=worst[0], ci=(worst[1], worst[2]), threshold=0, unit="gain difference", source=b.src,
                   reason=f"gain(loose) - gain(tight), smallest over pairs ({worst[3]})")
-    pg = predicted_gains(prof)
+    pg = _predicted(prof)
     have = set(g.pair) if not g.empty else set()
     diffs = []
     for slo in b.slos:
@@ -204,14 +162,14 @@ def _depths(b: Builder) -> None:
           reason="share of device/SLO cells where the regression depth >= the stress depth; one search each, "
                  "so no interval (inconclusive by rule)")
     b.add("target-regression-within-8", "regression depth within one stress step (8) of the stress test",
-          f"<= {b.p['targets']['depth_within']}", ours=float(diff.max()), ci=(float(diff.max()), float(diff.max())),
-          threshold=b.p["targets"]["depth_within"], direction="<=", unit="queries", source=src,
+          f"<= {b.p.targets.depth_within}", ours=float(diff.max()), ci=(float(diff.max()), float(diff.max())),
+          threshold=b.p.targets.depth_within, direction="<=", unit="queries", source=src,
           reason=f"largest |regression - stress| over {len(both)} device/pair/SLO cells, at {worst}; discrete "
                  "search results (interval = the value)")
     ratio = both.runs.sum() / both.runs_stress.sum()
     b.add("target-regression-runs", "the regression needs at most half the stress test's profiling runs",
-          f"<= {b.p['targets']['runs_ratio']}", ours=float(ratio), ci=(float(ratio), float(ratio)),
-          threshold=b.p["targets"]["runs_ratio"], direction="<=", unit="runs ratio", source=src,
+          f"<= {b.p.targets.runs_ratio}", ours=float(ratio), ci=(float(ratio), float(ratio)),
+          threshold=b.p.targets.runs_ratio, direction="<=", unit="runs ratio", source=src,
           reason=f"{int(both.runs.sum())} regression levels vs {int(both.runs_stress.sum())} stress levels (counts)")
 
 
@@ -219,23 +177,23 @@ def _service(b: Builder) -> None:
     s = b.serv
     oh = s[(s.kind == "overhead") & (s.phase == "measured")]
     if len(oh):
-        est, lo, hi = C.ratio_ci(oh[oh["mode"] == "service"].throughput, oh[oh["mode"] == "bare_model"].throughput)
+        est, lo, hi = claims.ratio_ci(oh[oh["mode"] == "service"].throughput, oh[oh["mode"] == "bare_model"].throughput)
         b.add("target-service-90pct", "the service sustains >= 90% of the bare model's batch throughput (same cores)",
-              ">= 0.9", ours=est, ci=(lo, hi), threshold=b.p["targets"]["service_share"], unit="x", source="measured",
+              ">= 0.9", ours=est, ci=(lo, hi), threshold=b.p.targets.service_share, unit="x", source="measured",
               scale=f"CPU instance, batch {int(oh.batch.iloc[0])}, {len(oh) // 2} interleaved repeats",
               reason="median service throughput / median bare-model throughput, bootstrap interval")
     ut = s[s.kind == "util"]
     if len(ut):
         on, off = (ut[ut.config == c].service_cores / ut[ut.config == c].machine_cores for c in ("offload", "accelerator_only"))
-        est, lo, hi = C.ratio_ci(on, off)
+        est, lo, hi = claims.ratio_ci(on, off)
         b.add("cpu-utilisation-rises", "CPU utilisation rises from 8% to 80% with offload", "8% -> 80% (10x)",
-              ours=est, ci=(lo, hi), threshold=2.0, unit="x", source=labels.source(ut),
+              ours=est, ci=(lo, hi), threshold=2.0, unit="x", source=analysis.source(ut),
               reason=f"service CPU share with/without offload at max concurrency: {np.median(off):.0%} -> "
                      f"{np.median(on):.0%} of {int(ut.machine_cores.iloc[0])} cores; threshold: at least doubles")
     ov = s[s.kind == "overload"]
     if len(ov):
         disp = ov.dispatch_us.dropna() / 1000.0
-        est, lo, hi = C.bootstrap_ci(disp, stat=lambda a: np.percentile(a, 99))
+        est, lo, hi = claims.bootstrap_ci(disp, stat=lambda a: np.percentile(a, 99))
         b.add("dispatch-under-0.1ms", "the queue manager costs less than 0.1 ms per request", "< 0.1 ms",
               ours=est, ci=(lo, hi), threshold=PV.DISPATCH_MS, direction="<=", unit="ms (p99)", source="measured",
               reason=f"Algorithm 1's own decision time, p99 over {len(disp)} requests (bootstrap)")
@@ -243,34 +201,39 @@ def _service(b: Builder) -> None:
 
 
 def _overload(b: Builder, ov: pd.DataFrame, s: pd.DataFrame) -> None:
-    good = ((ov.status == 200) & (ov.cosine >= b.p["targets"]["cosine"])) | (ov.status == 429)
+    good = ((ov.status == 200) & (ov.cosine >= b.p.targets.cosine)) | (ov.status == 429)
     share = float(good.mean())
     healthy = bool(s[s.kind == "overload_health"].healthy.all()) if "healthy" in s else False
     b.add("target-overload-answers", "at 3x max concurrency every request gets a correct embedding or a 429; "
           "none lost, none hangs, the service stays up", "all", ours=share if healthy else 0.0, ci=(share, share),
-          threshold=1.0, unit="share", source=labels.source(ov),
+          threshold=1.0, unit="share", source=analysis.source(ov),
           reason=f"{int((ov.status == 200).sum())} embeddings, {int((ov.status == 429).sum())} x 429, "
                  f"{int((~ov.status.isin([200, 429])).sum())} lost of {len(ov)}; service healthy after: {healthy}")
     acc = ov[ov.status == 200].latency_s
     slo = float(ov.slo_s.iloc[0])
-    est, lo, hi = C.bootstrap_ci(acc, stat=lambda a: np.percentile(a, 99))
+    est, lo, hi = claims.bootstrap_ci(acc, stat=lambda a: np.percentile(a, 99))
     adm = str(ov["admission"].dropna().iloc[0]) if "admission" in ov and ov["admission"].notna().any() else "depth"
     b.add("target-overload-p99", "accepted requests still meet the SLO at p99 under 3x overload", f"<= SLO",
-          ours=est, ci=(lo, hi), threshold=slo, direction="<=", unit="s", source=labels.source(ov),
+          ours=est, ci=(lo, hi), threshold=slo, direction="<=", unit="s", source=analysis.source(ov),
           reason=f"p99 latency (client side) of the {len(acc)} accepted requests against the SLO {slo:g} s "
                  f"(bootstrap); admission: {adm}")
     cos = ov[ov.status == 200].cosine
     devs = sorted(set(ov[ov.status == 200].device))
     b.add("target-cosine", "embeddings served equal the model's own output (cosine >= 0.9999) on every device path",
           ">= 0.9999", ours=float(cos.min()), ci=(float(cos.min()), float(cos.min())),
-          threshold=b.p["targets"]["cosine"], unit="cosine (min)", source=labels.source(ov),
+          threshold=b.p.targets.cosine, unit="cosine (min)", source=analysis.source(ov),
           reason=f"smallest cosine over {len(cos)} answers from {devs} against the model run in the load generator")
 
 
-def build(inputs, params, profile) -> list[C.Claim]:
-    prof, serv = _read(inputs, "profile"), _read(inputs, "serving")
+def _predicted(prof: pd.DataFrame) -> dict:
+    """(pair, slo) -> regression-predicted gain C_CPU / C_acc from the measured profiles."""
+    return {(r.pair, r.slo_s): r.gain for r in analysis.predicted_gains(prof).itertuples()}
+
+
+def build(data: dict[str, pd.DataFrame], params: Params, profile: str) -> list[claims.Claim]:
+    prof, serv = data["profile"], data["serving"]
     b = Builder(prof, serv, params)
-    g = gains(serv)
+    g = analysis.gains(serv)
     _table_cells(b, g)
     _headline(b, g)
     _trends(b, g, prof)

@@ -10,10 +10,10 @@ import pandas as pd
 
 from ...core import measure, records
 from ...core.step import Context, Result
-from .. import ann, backends
-from ..eq4 import ESPN_BATCH as ESPN
-from ..maxsim import maxsim, resolve_device
-from . import common
+from ...core.study import step
+from ..system import backends, candidates
+from ..system.eq4 import ESPN_BATCH as ESPN
+from . import inputs
 
 METHOD = ("Figures 8/9: critical-path embedding access latency vs query batch size, as the paper "
           "simulates it: each query of a batch accesses its top n embeddings (n = K exact, or the "
@@ -26,10 +26,10 @@ METHOD = ("Figures 8/9: critical-path embedding access latency vs query batch si
 DIRECT = "direct (GDS stand-in)"
 
 
-def _ann_time(b: common.Build, nprobe, k, repeats) -> float:
+def _ann_time(b: inputs.Build, nprobe, k, repeats) -> float:
     """Median single-query ANN time at ``nprobe`` lists (per query, after a warm-up run)."""
     nq = len(b.qc)
-    t = measure.repeat(lambda: [ann.search(b.index, b.qc[i:i + 1], nprobe, k) for i in range(nq)],
+    t = measure.repeat(lambda: [candidates.search(b.index, b.qc[i:i + 1], nprobe, k) for i in range(nq)],
                        repeats=repeats, warmup=1)
     return float(np.median(t.runs)) / nq
 
@@ -49,6 +49,8 @@ def _espn_access(direct, pre, miss, budget_s) -> tuple[float, float]:
 
 def _batch_rows(b, mem, direct, sel, n, reps, budget_s, device) -> list[dict]:
     """Rows of one (re-rank mode, batch size): memory, direct and ESPN per repeat (first = warm-up)."""
+    from ..system.maxsim import maxsim
+
     finals, approx, qsel = sel
     need = np.concatenate(finals)  # duplicates across queries are read again (separate queries)
     pre = np.concatenate(approx)
@@ -72,25 +74,28 @@ def _batch_rows(b, mem, direct, sel, n, reps, budget_s, device) -> list[dict]:
     return rows
 
 
+@step("batch", needs=("build",))
 def batch(ctx: Context) -> Result:
-    """The ``batch`` step (input: build)."""
-    b = common.start(ctx)
+    """The ``batch`` step: the build."""
+    from ..system.maxsim import resolve_device
+
+    b = inputs.start(ctx)
     params = ctx.params
-    K, eta = params["k"], min(params["nprobe"], b.index.nlist)
-    delta = ann.delta_for(eta, params["batch_prefetch_step"])
-    device = resolve_device(params["device"])
-    ann_eta = _ann_time(b, eta, K, params["repeats"])
-    budget_s = max(0.0, ann_eta - _ann_time(b, delta, K, params["repeats"]))
-    (_, Ia), (_, I) = ann.staged(b.index, b.qc, eta, delta, K)
+    K, eta = params.k, min(params.nprobe, b.index.nlist)
+    delta = candidates.delta_for(eta, params.batch_prefetch_step)
+    device = resolve_device(params.device)
+    ann_eta = _ann_time(b, eta, K, params.repeats)
+    budget_s = max(0.0, ann_eta - _ann_time(b, delta, K, params.repeats))
+    (_, Ia), (_, I) = candidates.staged(b.index, b.qc, eta, delta, K)
     rng = np.random.default_rng(ctx.seed)
     rows = []
     with backends.MemoryStore(b.table, b.off) as mem, \
-            backends.DirectStore(b.table, b.off, depth=params["io_depth"], engine=params["io_engine"]) as direct:
-        for label, n in (("exact", K), ("partial", params["partial_rerank"])):
-            for B in params["batch_sizes"]:
+            backends.DirectStore(b.table, b.off, depth=params.io_depth, engine=params.io_engine) as direct:
+        for label, n in (("exact", K), ("partial", params.partial_rerank)):
+            for B in params.batch_sizes:
                 qsel = rng.choice(len(b.qc), size=B, replace=B > len(b.qc))
                 sel = ([I[q][I[q] >= 0][:n] for q in qsel], [Ia[q][Ia[q] >= 0][:n] for q in qsel], qsel)
-                got = _batch_rows(b, mem, direct, sel, n, params["batch_repeats"], budget_s, device)
+                got = _batch_rows(b, mem, direct, sel, n, params.batch_repeats, budget_s, device)
                 rows += [{**r, "rerank": label, "rerank_n": n, "batch": B, "prefetch_budget_s": budget_s,
                           "ann_eta_s": ann_eta, "delta": delta, "eta": eta,
                           "encode_s": b.meta["encode_queries_s"] / max(1, len(b.qc)) * B} for r in got]
@@ -98,5 +103,5 @@ def batch(ctx: Context) -> Result:
     df["latency_model_s"] = df["ann_eta_s"] + df["encode_s"] + df["access_s"] + df["maxsim_s"]
     df["throughput_model_qps"] = df["batch"] / df["latency_model_s"]
     summ = records.summarize_runs(df[df.phase == "measured"], ["rerank", "method", "batch"], "access_s")
-    return Result(records=df, summary=summ, method=METHOD.format(repeats=params["batch_repeats"]),
-                  provenance=common.provenance(b), **common.result_ids(b))
+    return Result(records=df, summary=summ, method=METHOD.format(repeats=params.batch_repeats),
+                  provenance=inputs.provenance(b), **inputs.result_ids(b))

@@ -1,5 +1,6 @@
 """Tables 4/5 and Figure 1 (paper section 5.3): end-to-end query latency per back end and memory budget.
-Each configuration runs in its own worker process (:mod:`.e2e_worker`), which loads everything, then
+Each configuration runs in its own worker process (``bench espn e2e-worker``, :mod:`bench.espn.worker`),
+which loads everything, then
 joins its memory cap (and, for the emulated slower SSD, a read-IOPS throttle: cgroup blkio (v1) or
 io.max (v2))."""
 from __future__ import annotations
@@ -14,10 +15,13 @@ from pathlib import Path
 import pandas as pd
 
 from ...core import records
+from ...core.params import as_dict
 from ...core.step import Context, Result
-from .. import backends, memory
-from ..errors import BackendUnavailable
-from . import common
+from ...core.study import step
+from ..params import Params
+from ..system import backends, memory_budget as memory, slow_ssd
+from ..system.backends import BackendUnavailable
+from . import inputs
 
 METHOD = ("End-to-end latency per query (wall clock): live query encoding, ANN (coarse + "
           "search_preassigned), prefetch wait, critical-path embedding reads, re-ranking. Each "
@@ -30,9 +34,9 @@ METHOD = ("End-to-end latency per query (wall clock): live query encoding, ANN (
           "io.max (v2) riops, ssd_read_iops); their source is emulated and they are reported apart from "
           "the native rows.")
 
-def _method(p: dict) -> str:
-    return METHOD.format(warmup=p["warmup"], wq=p.get("warmup_queries") or p["e2e_queries"],
-                         repeats=p["repeats"], nq=p["e2e_queries"])
+def _method(p: Params) -> str:
+    return METHOD.format(warmup=p.warmup, wq=p.warmup_queries or p.e2e_queries, repeats=p.repeats,
+                         nq=p.e2e_queries)
 
 
 # glibc in every e2e worker: two arenas, and fixed (not self-adjusting) thresholds high enough that the
@@ -44,20 +48,20 @@ MALLOC_ENV = {"MALLOC_ARENA_MAX": "2", "MALLOC_MMAP_THRESHOLD_": str(32 << 20),
               "MALLOC_TRIM_THRESHOLD_": str(64 << 20)}
 
 
-def _mechanism(params) -> tuple[str, bool, str]:
+def _mechanism(params: Params) -> tuple[str, bool, str]:
     """``cgroup-v1``/``cgroup-v2`` (a measured cap; on v2 the memory controller is enabled for the
     workers here) or ``fadvise-evict`` (the emulation)."""
-    want = params["budget_mechanism"] in ("auto", "cgroup")
+    want = params.budget_mechanism in ("auto", "cgroup")
     ok, why = memory.cgroup_available(prepare=want)
     mech = memory.cgroup_mechanism() if ok and want else "fadvise-evict"
-    if params["budget_mechanism"] == "cgroup" and not ok:
+    if params.budget_mechanism == "cgroup" and not ok:
         raise BackendUnavailable(f"budget_mechanism: cgroup requested but unavailable ({why})")
     return mech, ok, why
 
 
-def _budgets(b: common.Build, params, fracs, mibs=()) -> list[dict]:
+def _budgets(b: inputs.Build, params: Params, fracs, mibs=()) -> list[dict]:
     t, a = b.meta["table_bytes"], b.meta["ann_index_bytes"]
-    headroom = int(params["cgroup_headroom_mib"] * 2**20)
+    headroom = int(params.cgroup_headroom_mib * 2**20)
     return ([memory.plan(t, a, frac=f, headroom_bytes=headroom) for f in fracs]
             + [memory.plan(t, a, total_bytes=int(m * 2**20), headroom_bytes=headroom) for m in mibs])
 
@@ -77,22 +81,22 @@ def _not_run(kinds, budgets, reason, mech, **tag) -> pd.DataFrame:
                          for b in budgets for k in kinds])
 
 
-def _emulated_ssd(ctx, b: common.Build, unavailable, mech) -> list[pd.DataFrame]:
+def _emulated_ssd(ctx, b: inputs.Build, unavailable, mech) -> list[pd.DataFrame]:
     """Optional extra configurations measured on an emulated slower SSD: the worker joins a cgroup whose
     read-IOPS limit on the table's disk (cgroup blkio (v1) ``blkio.throttle.read_iops_device`` or io.max
     (v2) ``riops``) caps its reads (as root).
     Rows carry ``ssd = emulated`` and ``source = emulated``; where the throttle is unavailable they are
     recorded as not run."""
-    e = common.emulated_ssd_params(ctx.params)
-    if not e["enabled"]:
+    e = ctx.params.emulated_ssd
+    if not e.enabled:
         return []
-    budgets = _budgets(b, ctx.params, e["budgets"])
-    kinds = [k for k in e["backends"] if k not in unavailable]
-    ok, why = memory.blkio_available(b.table, prepare=True)
-    tag = {"ssd": "emulated", "ssd_read_iops": e["read_iops"]}
+    budgets = _budgets(b, ctx.params, e.budgets)
+    kinds = [k for k in e.backends if k not in unavailable]
+    ok, why = slow_ssd.blkio_available(b.table, prepare=True)
+    tag = {"ssd": "emulated", "ssd_read_iops": e.read_iops}
     if not ok:
-        return [_not_run(e["backends"], budgets, f"emulated SSD: {why}", mech, **tag)]
-    return [spawn_worker(ctx, f"{bud['budget_frac']:.2f}", bud, kinds, mech, blkio_iops=e["read_iops"]).assign(**tag)
+        return [_not_run(list(e.backends), budgets, f"emulated SSD: {why}", mech, **tag)]
+    return [spawn_worker(ctx, f"{bud['budget_frac']:.2f}", bud, kinds, mech, blkio_iops=e.read_iops).assign(**tag)
             for bud in budgets if kinds]
 
 
@@ -100,8 +104,9 @@ def spawn_worker(ctx: Context, label, budget, kinds, mech, blkio_iops: int | Non
     """One configuration in its own process (``bench espn e2e-worker``); failure and OOM kills are rows."""
     with tempfile.TemporaryDirectory(prefix="espn-worker-") as td:
         outp = Path(td) / "rows.parquet"
+        section = ctx.section or as_dict(ctx.params)   # the validated section, as the worker rebuilds Params
         cmd = [sys.executable, "-m", "bench", "espn", "e2e-worker", "--build", str(ctx.input("build")),
-               "--params", json.dumps(ctx.params), "--budget", json.dumps(budget), "--label", label,
+               "--params", json.dumps(section), "--budget", json.dumps(budget), "--label", label,
                "--kinds", ",".join(kinds), "--mechanism", mech, "--seed", str(ctx.seed),
                "--threads", str(ctx.threads), "--out", str(outp)]
         if blkio_iops:
@@ -120,25 +125,27 @@ def spawn_worker(ctx: Context, label, budget, kinds, mech, blkio_iops: int | Non
                          for k in kinds])
 
 
+@step("e2e", needs=("build",))
 def e2e(ctx: Context) -> Result:
-    """The ``e2e`` step (input: build)."""
-    b = common.start(ctx)
+    """The ``e2e`` step: the build (the workers read the query texts from the
+    manifest the build names)."""
+    b = inputs.start(ctx)
     params = ctx.params
     stale = memory.remove_worker_cgroups()  # bench-* cgroups left by killed runs
-    budgets = _budgets(b, params, params["memory_budgets"], params["memory_budgets_mib"])
+    budgets = _budgets(b, params, params.memory_budgets, params.memory_budgets_mib)
     mech, ok, why = _mechanism(params)
     unavailable = _unavailable()
-    kinds = [k for k in params["backends"] if k not in unavailable]
+    kinds = [k for k in params.backends if k not in unavailable]
     configs = [("unlimited", None, ["memory"])] + [(f"{x['budget_frac']:.2f}", x, kinds) for x in budgets]
     frames = [spawn_worker(ctx, label, x, ks, mech) for label, x, ks in configs if ks]
     frames += _emulated_ssd(ctx, b, unavailable, mech)
-    for k in dict.fromkeys([*params["backends"], *params["report_not_run"]]):
+    for k in dict.fromkeys([*params.backends, *params.report_not_run]):
         if k in unavailable:
             frames.append(_not_run([k], budgets, unavailable[k], mech))
     df = pd.concat(frames, ignore_index=True)
     df["ssd"] = df["ssd"].fillna("native") if "ssd" in df else "native"
     m = df[(df.phase == "measured") & (df.status == "ok")]
     summ = records.summarize_runs(m, ["ssd", "backend", "budget"], "total_s") if len(m) else None
-    prov = common.provenance(b, budget_mechanism=mech, cgroup_unavailable_reason=None if ok else why,
+    prov = inputs.provenance(b, budget_mechanism=mech, cgroup_unavailable_reason=None if ok else why,
                              worker_env=MALLOC_ENV, stale_cgroups_removed=[str(p) for p in stale])
-    return Result(records=df, summary=summ, method=_method(ctx.params), provenance=prov, **common.result_ids(b))
+    return Result(records=df, summary=summ, method=_method(ctx.params), provenance=prov, **inputs.result_ids(b))

@@ -7,8 +7,10 @@ import pandas as pd
 
 from ...core import records
 from ...core.step import Context, Result
-from .. import ann, backends, layout
-from . import common
+from ...core.study import step
+from ..params import Params
+from ..system import backends, candidates, layout
+from . import inputs
 
 METHOD = ("Figure 7: prefetcher hit rate = fraction of the final top-n candidates (after eta lists) already "
           "in the approximate top-n after delta = step x eta lists (search_preassigned); per query. "
@@ -17,14 +19,14 @@ METHOD = ("Figure 7: prefetcher hit rate = fraction of the final top-n candidate
           "the same factor).")
 
 
-def _real_cls(b: common.Build, n_real: int) -> np.ndarray:
+def _real_cls(b: inputs.Build, n_real: int) -> np.ndarray:
     """The CLS vectors (fp16 in the table) of the first ``n_real`` records, the collection's passages."""
     with backends.MmapStore(b.table, b.off) as st:
         parts = [st.read(np.arange(s, e))[0].astype(np.float32) for s, e in layout.iter_chunks(n_real, 20000)]
     return np.concatenate(parts)
 
 
-def _indexes(b: common.Build, params, seed) -> list[tuple[str, object, float]]:
+def _indexes(b: inputs.Build, params: Params, seed) -> list[tuple[str, object, float]]:
     """(corpus, index, nprobe scale): the full index, and the real passages alone when there is filler.
     Synthetic filler records sit close to the real passages, so a full-index hit rate says more about
     the generator than about the collection; the real-passages index keeps the list size and the
@@ -32,17 +34,17 @@ def _indexes(b: common.Build, params, seed) -> list[tuple[str, object, float]]:
     out = [("full index", b.index, 1.0)]
     n_real, n_docs = int(b.meta["n_real"]), int(b.meta["n_docs"])
     if b.meta.get("n_filler", 0) and n_real >= 2 * 39:
-        ix = params["index"]
+        ix = params.index
         nl = max(1, round(b.index.nlist * n_real / n_docs))
-        ridx = ann.build(_real_cls(b, n_real), ix["kind"], nl, ix.get("m", 16), ix.get("nbits", 8), seed=seed)
+        ridx = candidates.build(_real_cls(b, n_real), ix.kind, nl, ix.m, ix.nbits, seed=seed)
         out.append(("real passages only", ridx, ridx.nlist / b.index.nlist))
     return out
 
 
-def _etas(corpus, idx, scale, params) -> list[tuple[int, int]]:
+def _etas(corpus, idx, scale, params: Params) -> list[tuple[int, int]]:
     """(nprobe asked, nprobe used) per hitrate_nprobe; two that scale to the same lists are measured once."""
-    seen, out, K = set(), [], params["k"]
-    for eta_full in params["hitrate_nprobe"]:
+    seen, out, K = set(), [], params.k
+    for eta_full in params.hitrate_nprobe:
         eta = round(eta_full * scale)
         if corpus != "full index":  # probe enough lists to hold 2K candidates at least
             eta = max(eta, int(np.ceil(2 * K * idx.nlist / max(idx.ntotal, 1))))
@@ -53,21 +55,22 @@ def _etas(corpus, idx, scale, params) -> list[tuple[int, int]]:
     return out
 
 
+@step("hitrate", needs=("build",))
 def hitrate(ctx: Context) -> Result:
-    """The ``hitrate`` step (input: build)."""
-    b = common.start(ctx)
-    params, K = ctx.params, ctx.params["k"]
+    """The ``hitrate`` step: the build."""
+    b = inputs.start(ctx)
+    params, K = ctx.params, ctx.params.k
     rows = []
     for corpus, idx, scale in _indexes(b, params, ctx.seed):
         for eta_full, eta in _etas(corpus, idx, scale, params):
-            for step in params["prefetch_steps"]:
-                delta = ann.delta_for(eta, step)
-                (_, Ia), (_, I) = ann.staged(idx, b.qc, eta, delta, K)
-                for n in sorted({K, params["partial_rerank"]}):
-                    for q, h in zip(b.qids, ann.hit_rate(Ia[:, :n], I[:, :n])):
+            for step in params.prefetch_steps:
+                delta = candidates.delta_for(eta, step)
+                (_, Ia), (_, I) = candidates.staged(idx, b.qc, eta, delta, K)
+                for n in sorted({K, params.partial_rerank}):
+                    for q, h in zip(b.qids, candidates.hit_rate(Ia[:, :n], I[:, :n])):
                         rows.append({"corpus": corpus, "n_docs": idx.ntotal, "nlist": idx.nlist,
                                      "nprobe": eta_full, "nprobe_used": eta, "step": step, "delta": delta,
                                      "rerank_n": n, "query_id": q, "hit_rate": float(h), "source": "measured"})
     df = pd.DataFrame(rows)
     summ = records.summarize_runs(df, ["corpus", "nprobe", "step", "rerank_n"], "hit_rate")
-    return Result(records=df, summary=summ, method=METHOD, provenance=common.provenance(b), **common.result_ids(b))
+    return Result(records=df, summary=summ, method=METHOD, provenance=inputs.provenance(b), **inputs.result_ids(b))

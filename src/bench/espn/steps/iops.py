@@ -11,8 +11,10 @@ import pandas as pd
 
 from ...core import records
 from ...core.step import Context, Result
-from .. import aio, backends
-from . import common
+from ...core.study import step
+from ..params import Params
+from ..system import aio, backends
+from . import inputs
 
 METHOD = ("4 KiB random reads, O_DIRECT, on the embedding table: our thread-pool preadv reader (wall clock "
           "over n reads, after a warm-up batch) and fio (psync at QD 1, io_uring at higher QD, time based) "
@@ -20,11 +22,11 @@ METHOD = ("4 KiB random reads, O_DIRECT, on the embedding table: our thread-pool
           "interleaved.")
 
 
-def _reader_rows(table, qd, params, seed) -> list[dict]:
-    n = params["iops_reads"] if qd > 1 else max(1000, params["iops_reads"] // 8)
+def _reader_rows(table, qd, params: Params, seed) -> list[dict]:
+    n = params.iops_reads if qd > 1 else max(1000, params.iops_reads // 8)
     engines = ["threadpool"] + (["aio"] if qd > 1 and aio.available() else [])
     rows = []
-    for rep in range(params["repeats"]):
+    for rep in range(params.repeats):
         for eng in engines:  # interleaved, so both see the same machine load
             dt, v = backends.random_read_iops(table, n, qd, seed + rep, engine=eng)
             rows.append({"tool": "espn-reader", "engine": eng, "qd": qd, "repeat": rep, "iops": v,
@@ -42,15 +44,15 @@ def _fio_once(fio, table, engine, qd, runtime, seed) -> tuple[str, subprocess.Co
     return engine, pr
 
 
-def _fio_rows(table, qd, params, seed) -> list[dict]:
+def _fio_rows(table, qd, params: Params, seed) -> list[dict]:
     fio = shutil.which("fio")
     engine = "psync" if qd == 1 else "io_uring"
     blank = {"tool": "fio", "qd": qd, "iops": np.nan, "seconds": np.nan, "source": "not_run"}
     if fio is None:
         return [{**blank, "engine": engine, "repeat": 0, "status": "not_run", "reason": "fio not installed"}]
     rows = []
-    for rep in range(params["repeats"]):
-        engine, pr = _fio_once(fio, table, engine, qd, params["fio_runtime_s"], seed + rep)
+    for rep in range(params.repeats):
+        engine, pr = _fio_once(fio, table, engine, qd, params.fio_runtime_s, seed + rep)
         try:
             job = json.loads(pr.stdout)["jobs"][0]["read"]
             rows.append({"tool": "fio", "engine": engine, "qd": qd, "repeat": rep, "iops": job["iops"],
@@ -61,15 +63,27 @@ def _fio_rows(table, qd, params, seed) -> list[dict]:
     return rows
 
 
+@step("iops", needs=("build",))
 def iops(ctx: Context) -> Result:
-    """The ``iops`` step (input: build)."""
-    b = common.load_build(ctx.input("build"))
+    """The ``iops`` step: the build. Its
+    provenance names the engine the direct back end resolves to here (``reader_engine``), which the
+    claims read instead of asking the machine they run on."""
+    b = inputs.load_build(ctx.input("build"))
     backends.evict_page_cache(b.table)
     rows = []
-    for qd in ctx.params["iops_depths"]:
+    for qd in ctx.params.iops_depths:
         rows += _reader_rows(b.table, qd, ctx.params, ctx.seed)
         rows += _fio_rows(b.table, qd, ctx.params, ctx.seed)
     df = pd.DataFrame(rows)
     ok = df[df.status == "ok"]
     summ = records.summarize_runs(ok, ["tool", "qd"], "iops") if len(ok) else None
-    return Result(records=df, summary=summ, method=METHOD, provenance=common.provenance(b), **common.result_ids(b))
+    return Result(records=df, summary=summ, method=METHOD, **inputs.result_ids(b),
+                  provenance=inputs.provenance(b, reader_engine=_reader_engine(ctx.params)))
+
+
+def _reader_engine(p: Params) -> str | None:
+    """The O_DIRECT engine ``io_engine`` resolves to on the measuring machine (None: unavailable here)."""
+    try:
+        return backends.pick_engine(p.io_engine)
+    except backends.BackendUnavailable:
+        return None

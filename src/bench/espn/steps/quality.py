@@ -8,10 +8,10 @@ import pandas as pd
 
 from ...core import measure, records
 from ...core.step import Context, Result
-from .. import ann, backends
-from ..maxsim import resolve_device
-from ..pipeline import Retriever
-from . import common
+from ...core.study import step
+from ..params import Params
+from ..system import backends, candidates
+from . import inputs
 
 METHOD = ("Figure 5: recall@1000 of the CLS candidate list (ir_measures over the qrels) and per-query ANN "
           "time (wall clock, median of repeats after warm-up) vs nprobe. Figure 6: MRR@10/nDCG@10 after "
@@ -43,29 +43,32 @@ def evaluate(run: pd.DataFrame, qrels: pd.DataFrame) -> tuple[dict[str, float], 
              "recall@1000": float(agg[R(rel=1) @ 1000])}, per)
 
 
-def _fig5(b: common.Build, params, qrels) -> list[dict]:
-    rows, K = [], params["k"]
-    for nprobe in params["nprobe_sweep"]:
+def _fig5(b: inputs.Build, params: Params, qrels) -> list[dict]:
+    rows, K = [], params.k
+    for nprobe in params.nprobe_sweep:
         if nprobe > b.index.nlist:
             continue
-        _, I = ann.search(b.index, b.qc, nprobe, K)
+        _, I = candidates.search(b.index, b.qc, nprobe, K)
         m, _ = evaluate(run_frame(list(I), b.qids, b.meta["doc_ids"], b.meta["n_real"]), qrels)
         nq = len(b.qc)
-        tm = measure.repeat(lambda: [ann.search(b.index, b.qc[i:i + 1], nprobe, K) for i in range(nq)],
-                            repeats=params["repeats"], warmup=1)
+        tm = measure.repeat(lambda: [candidates.search(b.index, b.qc[i:i + 1], nprobe, K) for i in range(nq)],
+                            repeats=params.repeats, warmup=1)
         for r, t in enumerate(tm.runs):
             rows.append({"figure": "fig5", "nprobe": nprobe, "rerank_n": 0, "repeat": r,
                          "ann_time_s": t / nq, "warmup_s": tm.warmup[0] / nq, **m, "source": "measured"})
     return rows
 
 
-def _fig6(b: common.Build, params, qrels) -> list[dict]:
-    rows, K = [], params["k"]
-    eta = min(params["nprobe"], b.index.nlist)
-    device = resolve_device(params["device"])
+def _fig6(b: inputs.Build, params: Params, qrels) -> list[dict]:
+    from ..system.maxsim import resolve_device
+    from ..system.pipeline import Retriever
+
+    rows, K = [], params.k
+    eta = min(params.nprobe, b.index.nlist)
+    device = resolve_device(params.device)
     with backends.MemoryStore(b.table, b.off) as store:
-        for n in params["rerank_counts"]:
-            r = Retriever(b.index, store, K, eta, n, None, device, params["bow_weight"], params["prefetch_chunk"])
+        for n in params.rerank_counts:
+            r = Retriever(b.index, store, K, eta, n, None, device, params.bow_weight, params.prefetch_chunk)
             ranks = [r.run(b.qc[i:i + 1], [b.qt[i]]).rankings[0] for i in range(len(b.qc))]
             m, per = evaluate(run_frame(ranks, b.qids, b.meta["doc_ids"], b.meta["n_real"]), qrels)
             rows.append({"figure": "fig6", "nprobe": eta, "rerank_n": n, "repeat": 0, "ann_time_s": np.nan,
@@ -75,11 +78,12 @@ def _fig6(b: common.Build, params, qrels) -> list[dict]:
     return rows
 
 
+@step("quality", needs=("build", "manifest"))
 def quality(ctx: Context) -> Result:
-    """The ``quality`` step (inputs: build, manifest)."""
+    """The ``quality`` step: the build, and the qrels of the dataset's manifest."""
     from ...data import prepared
 
-    b = common.start(ctx)
+    b = inputs.start(ctx)
     qrels = prepared.load_text(ctx.input("manifest")).qrels
     df = pd.DataFrame(_fig5(b, ctx.params, qrels) + _fig6(b, ctx.params, qrels))
     f6 = df[df.figure == "fig6"]
@@ -88,4 +92,4 @@ def quality(ctx: Context) -> Result:
         ref = float(base[col].iloc[0]) if len(base) else np.nan
         df[f"norm_{col}"] = np.where(df.figure == "fig6", df[col] / ref if ref else np.nan, np.nan)
     summ = records.summarize_runs(df[df.figure == "fig5"], ["nprobe"], "ann_time_s")
-    return Result(records=df, summary=summ, method=METHOD, provenance=common.provenance(b), **common.result_ids(b))
+    return Result(records=df, summary=summ, method=METHOD, provenance=inputs.provenance(b), **inputs.result_ids(b))

@@ -15,24 +15,29 @@ import asyncio
 import pandas as pd
 
 from bench.core.step import Context, Result
+from bench.core.study import step
 
-from .. import client, emulation, estimator
-from ..textgen import load_fast_tokenizer
-from .common import Clock, Pools, accelerator_words, closed_level, level_stat, run_pairs, service, source_of
+from .. import load
+from ..params import Levels, Params
+from ..system import emulation, estimator
+from ..system.textgen import load_fast_tokenizer
+from .inputs import Clock, Pools, accelerator_words, run_pairs, service, source_of
 
 BIG = 100_000   # queue depth while profiling one device: the closed loop, not the queue, bounds C
 
 
 class Profiler:
-    """Closed-loop measurements of one device configuration, with the rows they produce."""
+    """Closed-loop measurements of one device configuration; the rows they produce collect in
+    :attr:`rows` (the step's records)."""
 
-    def __init__(self, svc, sess, params: dict, rows: list[dict]):
-        self.svc, self.sess, self.p, self.rows = svc, sess, params, rows
+    def __init__(self, svc, sess, params: Params):
+        self.svc, self.sess, self.p = svc, sess, params
+        self.rows: list[dict] = []
 
     async def level(self, pool, c: int, tags: dict, warm: bool) -> float:
-        got = await closed_level(self.sess, self.svc.url, pool, c, self.p["rounds"], 1 if warm else 0)
+        got = await load.closed_level(self.sess, self.svc.url, pool, c, self.p.rounds, 1 if warm else 0)
         self.rows += [{"kind": "round", **tags, **r} for r in got]
-        return level_stat(got)
+        return load.level_stat(got)
 
     async def fit(self, pool, levels, tags: dict) -> estimator.LinearFit:
         cs, ts = [], []
@@ -44,7 +49,7 @@ class Profiler:
         return f
 
     def predicted(self, f: estimator.LinearFit, tags: dict, device: str, runs: int) -> None:
-        for slo in self.p["slos_s"]:
+        for slo in self.p.slos_s:
             row = {"kind": "depth", **tags, "method": "regression", "slo_s": slo, "runs": runs, "cannot_help": False}
             try:
                 row["depth"] = estimator.predict_depth(f, slo, device=device)
@@ -60,8 +65,8 @@ class Profiler:
                 seen[c] = await self.level(pool, c, {**tags, "purpose": "stress"}, warm=False)
             return seen[c]
 
-        for slo in sorted(self.p["slos_s"]):
-            s = await estimator.stress_test(measure, slo, step=self.p["stress_step"], max_level=self.p["stress_max"])
+        for slo in sorted(self.p.slos_s):
+            s = await estimator.stress_test(measure, slo, step=self.p.stress_step, max_level=self.p.stress_max)
             self.rows.append({"kind": "depth", **tags, "method": "stress", "slo_s": slo, "depth": s.depth,
                               "runs": s.runs, "cannot_help": s.depth == 0})
 
@@ -77,8 +82,8 @@ async def _device(prof: Profiler, pool, device: str, tags: dict, stress: bool) -
     prof.svc.admin(active=[device], depths={device: BIG})
     if device == "emulated":
         await _warm_emulated(prof, pool)
-    levels = prof.p["profile_levels" if tags["experiment"] == "base" else "scaling_levels"][
-        "cpu" if device == "cpu" else "accelerator"]
+    by: Levels = prof.p.profile_levels if tags["experiment"] == "base" else prof.p.scaling_levels
+    levels = by.cpu if device == "cpu" else by.accelerator
     f = await prof.fit(pool, levels, tags)
     prof.predicted(f, tags, "CPU" if device == "cpu" else "accelerator", len(levels))
     if stress:
@@ -100,13 +105,14 @@ class Tags:
                 "query_tokens": tokens, "cpu_threads": threads, "source": source_of(device)}
 
 
-async def _run(svc, p: dict, pools: Pools, rows: list[dict]) -> dict:
+async def _run(svc, p: Params, pools: Pools) -> tuple[dict, list[dict]]:
+    """The laws the emulated accelerator ran with, per pair, and the step's rows."""
     info = svc.admin()
     threads, acc, tags = info["cpu_threads"], svc.accelerator, Tags(info["device_names"])
-    base = p["query_tokens"]
+    base = p.query_tokens
     laws = {}
-    async with client.session() as sess:
-        prof = Profiler(svc, sess, p, rows)
+    async with load.session() as sess:
+        prof = Profiler(svc, sess, p)
         cpu = await _device(prof, pools(base), "cpu", tags("base", "cpu", None, base, threads), stress=True)
         for pair in run_pairs(p, acc):
             if acc == "emulated":
@@ -116,34 +122,35 @@ async def _run(svc, p: dict, pools: Pools, rows: list[dict]) -> dict:
             await _device(prof, pools(base), acc, tags("base", acc, pair, base, threads), stress=True)
         await _lengths(prof, pools, p, threads, acc, tags)
         await _cores(prof, pools, p, threads, tags)
-    return laws
+    return laws, prof.rows
 
 
-async def _lengths(prof: Profiler, pools: Pools, p: dict, threads: int, acc: str, tags: Tags) -> None:
+async def _lengths(prof: Profiler, pools: Pools, p: Params, threads: int, acc: str, tags: Tags) -> None:
     """Figure 5: regression depths of both devices at each query length (first pair)."""
     pair = run_pairs(p, acc)[0]
-    for n in p["lengths"]:   # every length measured alike (same levels, one after another)
+    for n in p.lengths:   # every length measured alike (same levels, one after another)
         f = await _device(prof, pools(n), "cpu", tags("length", "cpu", None, n, threads), stress=False)
         if acc == "emulated":
             prof.svc.admin(emulated_law=vars(emulation.emulated_law(f.alpha, f.beta, pair)))
         await _device(prof, pools(n), acc, tags("length", acc, pair, n, threads), stress=False)
 
 
-async def _cores(prof: Profiler, pools: Pools, p: dict, threads: int, tags: Tags) -> None:
+async def _cores(prof: Profiler, pools: Pools, p: Params, threads: int, tags: Tags) -> None:
     """Figure 6: the CPU's regression depths against the CPU instance's thread count (cores)."""
-    for n in p["cpu_cores"]:
+    for n in p.cpu_cores:
         prof.svc.admin(cpu_threads=n)
-        await _device(prof, pools(p["query_tokens"]), "cpu", tags("cores", "cpu", None, p["query_tokens"], n),
-                      stress=False)
+        await _device(prof, pools(p.query_tokens), "cpu", tags("cores", "cpu", None, p.query_tokens, n), stress=False)
     prof.svc.admin(cpu_threads=threads)
 
 
+@step("profile", writes="profile")
 def profile(ctx: Context) -> Result:
-    p, clock, rows = ctx.params, Clock(), []
-    pools = Pools(load_fast_tokenizer(p.get("model")), p["text_pool"], ctx.seed)
-    with service(p, p["pairs"][0]) as svc:
+    p: Params = ctx.params
+    clock = Clock()
+    pools = Pools(load_fast_tokenizer(p.model), p.text_pool, ctx.seed)
+    with service(p, p.pairs[0]) as svc:
         started, acc = svc.started_s, svc.accelerator
-        laws = asyncio.run(_run(svc, p, pools, rows))
+        laws, rows = asyncio.run(_run(svc, p, pools))
         info = svc.admin()
     df = pd.DataFrame(rows)
     method = ("Closed loop (Section V-A3) against `bench windve serve` on 127.0.0.1 (every instance warmed before "

@@ -1,29 +1,41 @@
 """Step ``serving``: the service at work, in one service process (one model load for the whole step):
 
 1. the service against the bare model on the same cores (target: HTTP + queueing cost <= 10%);
-2. Tables I/II: fine-tuned max concurrency per pair and SLO, accelerator only and with CPU offload;
+2. Tables I/II (Section V-B): fine-tuned max concurrency per pair and SLO, accelerator only and with CPU
+   offload, depths fine-tuned with both devices running;
 3. CPU utilisation at those depths without and with offload (the paper: 8% -> 80%);
-4. the overload case: 3x the max concurrency at once (every answer an embedding or a 429);
+4. the overload case: 3x the max concurrency at once (every answer an embedding or a 429), which also
+   times the queue manager's decisions;
 5. beyond the paper: open-loop Poisson and bursty load (goodput, p50/p99, shares) without and with offload.
 
-Depths start from the ``profile`` step's regression depths. The accelerator is the CUDA GPU where there is
-one (measured), else EMULATED (:func:`.common.resolve_accelerator`); rows say which (``accelerator``,
-``source``).
+Depths start from the ``profile`` step's regression depths. The accelerator is the one the service runs
+(``svc.accelerator``): the CUDA GPU where there is one (rows ``source=measured``, ``accelerator=cuda``),
+else the emulated one (its law from the profile's CPU fit and the pair's paper ratios; ``source=emulated``).
+Depth columns are ``depth_acc`` and ``depth_cpu`` whichever the accelerator.
+
+Admission: Tables I/II and the utilisation rounds use the paper's Algorithm 1 alone (depth only: the
+depths are what is being measured); the overload case and the open loop run the service as deployed,
+with deadline admission at the SLO (:mod:`..system.admission`), recorded in the ``admission`` column.
 """
 from __future__ import annotations
 
 import asyncio
+import os
 
+import numpy as np
 import pandas as pd
+import psutil
 
 from bench.core import records
 from bench.core.step import Context, Result
+from bench.core.study import step
+from bench.serving import loadgen
 
-from .. import client, emulation
-from ..textgen import load_fast_tokenizer
-from .common import Clock, Pools, accelerator_words, service
-from .concurrency import overhead, overload, profile_depths, references, tables, utilisation
-from .openloop import openloop
+from .. import load
+from ..params import Params
+from ..system import emulation, estimator
+from ..system.textgen import load_fast_tokenizer
+from .inputs import Clock, Pools, accelerator_words, profile_depths, run_pairs, service, source_of
 
 METHOD = (
     "Against `bench windve serve` on 127.0.0.1 over HTTP (/embed), every instance warmed before /health said ready. "
@@ -42,32 +54,223 @@ METHOD = (
     "goodput = answers within the SLO per second; the load generator's own CPU recorded.")
 
 
-async def _run(svc, p, pool, fit, depths, encoder, refs, seed, rows) -> dict:
-    async with client.session() as sess:
+def depth_cols(depths: dict[str, int]) -> dict[str, int]:
+    """``{device: depth}`` as record columns ``depth_acc`` / ``depth_cpu``."""
+    return {f"depth_{'cpu' if d == 'cpu' else 'acc'}": v for d, v in depths.items()}
+
+
+class Tuner:
+    """Closed-loop rounds at given depths (every queue filled at once); its rounds collect in :attr:`rows`."""
+
+    def __init__(self, svc, sess, pool, params: Params, tags: dict):
+        self.svc, self.sess, self.pool, self.p, self.tags = svc, sess, pool, params, tags
+        self.rows: list[dict] = []
+
+    async def measure(self, depths: dict[str, int]) -> dict[str, float]:
+        self.svc.admin(depths=depths)
+        got = await load.closed_level(self.sess, self.svc.url, self.pool, sum(depths.values()), self.p.rounds, 0)
+        for r in got:
+            self.rows.append({"kind": "round", **self.tags, **r, **depth_cols(depths)})
+        return {dev: load.level_stat(got, f"latency_max_{dev}_s") if all(r[f"n_{dev}"] for r in got) else float("inf")
+                for dev in depths}
+
+
+def bounds(rows: list[dict], tags: dict, slo: float) -> tuple[int, int]:
+    """(low, high) of the max concurrency from the rounds: largest total C whose every round met the SLO,
+    and largest total C with at least one round meeting it."""
+    mine = [r for r in rows if r["kind"] == "round" and all(r.get(k) == v for k, v in tags.items())]
+    by_c: dict[int, list[bool]] = {}
+    for r in mine:
+        by_c.setdefault(r["concurrency"], []).append(r["n_ok"] == r["n"] and r["latency_max_s"] <= slo)
+    low = max([c for c, ok in by_c.items() if all(ok)], default=0)
+    high = max([c for c, ok in by_c.items() if any(ok)], default=0)
+    return low, high
+
+
+async def _max_concurrency(svc, sess, p: Params, pool, start: dict, tags: dict, slo: float) -> tuple[dict, list[dict]]:
+    """One Tables I/II cell: fine-tuned depths from ``start``; the rounds and the ``maxconc`` row."""
+    tuner = Tuner(svc, sess, pool, p, tags)
+    s = await estimator.fine_tune(tuner.measure, start, slo, step=p.fine_tune_step, max_runs=p.fine_tune_max_runs)
+    low, high = bounds(tuner.rows, tags, slo)
+    row = {"kind": "maxconc", **tags, "cannot_help": False, "total": s.depth, "runs": s.runs, "converged": s.converged,
+           "total_low": low, "total_high": high, **depth_cols(s.depths)}
+    return s.depths, tuner.rows + [row]
+
+
+async def tables(svc, sess, p: Params, pool, fit: dict, depths: dict) -> tuple[dict, list[dict]]:
+    """Per pair and SLO: fine-tuned accelerator-only depth, then both devices with offload. Returns the
+    fine-tuned depths {(pair, slo, config): {device: depth}} and the rows."""
+    final, rows, acc = {}, [], svc.accelerator
+    for pair in run_pairs(p, acc, serving=True):
+        if acc == "emulated":
+            svc.admin(emulated_law=vars(emulation.emulated_law(fit["alpha"], fit["beta"], pair)))
+        for slo in p.slos_s:
+            for config in ("accelerator_only", "offload"):
+                tags = {"pair": pair, "slo_s": slo, "config": config, "accelerator": acc, "source": source_of(acc),
+                        "admission": "depth"}
+                devs = [acc] if config == "accelerator_only" else [acc, "cpu"]
+                svc.admin(active=devs, offload=config == "offload", slo_s=None)
+                start = {acc: final.get((pair, slo, "accelerator_only"), {}).get(acc)
+                         or max(1, depths[(acc, pair, slo)])}
+                if config == "offload":
+                    start["cpu"] = depths.get(("cpu", "", slo), 0)
+                    if start["cpu"] < 1:
+                        rows.append({"kind": "maxconc", **tags, "cannot_help": True, "depth_acc": start[acc],
+                                     "depth_cpu": 0, "total": start[acc], "runs": 0})
+                        continue
+                final[(pair, slo, config)], got = await _max_concurrency(svc, sess, p, pool, start, tags, slo)
+                rows += got
+    return final, rows
+
+
+async def utilisation(svc, sess, p: Params, pool, final: dict) -> list[dict]:
+    """The service process's CPU use per closed round at the fine-tuned depths, without and with offload
+    (CPU seconds over the round's wall time; the paper's "average CPU utilisation")."""
+    pair, slo = run_pairs(p, svc.accelerator, serving=True)[0], max(p.slos_s)
+    proc = psutil.Process(svc.proc.pid)
+    cores = svc.admin()["cpu_cores"]
+    rows = []
+    for config in ("accelerator_only", "offload"):
+        depths = final.get((pair, slo, config))
+        if not depths:
+            continue
+        svc.admin(active=list(depths), offload=config == "offload", depths=depths, slo_s=None)
+        for r in range(p.rounds):
+            t0, meter = proc.cpu_times(), loadgen.CpuMeter().start()
+            got = (await load.closed_level(sess, svc.url, pool, sum(depths.values()), 1, 0))[0]
+            t1, gen = proc.cpu_times(), meter.stop()
+            used = (t1.user + t1.system) - (t0.user + t0.system)
+            rows.append({"kind": "util", "pair": pair, "slo_s": slo, "config": config, "round": r,
+                         "accelerator": svc.accelerator, "source": source_of(svc.accelerator), "admission": "depth",
+                         "service_cpu_s": used, "served": got["n_ok"], "service_cores": used / gen["loadgen_wall_s"],
+                         "machine_cores": psutil.cpu_count(), "cpu_instance_cores": ",".join(map(str, cores)),
+                         **{k: v for k, v in gen.items() if k != "loadgen_pid"}})
+    return rows
+
+
+async def overload(svc, sess, p: Params, pool, refs: dict, final: dict) -> list[dict]:
+    """``overload_factor`` x the fine-tuned max concurrency at once, with deadline admission at the SLO:
+    each answer an embedding (predicted and, the target, served within the SLO) or a 429."""
+    pair, slo = run_pairs(p, svc.accelerator, serving=True)[0], max(p.slos_s)
+    depths = final.get((pair, slo, "offload")) or final[(pair, slo, "accelerator_only")]
+    svc.admin(active=list(depths), offload=len(depths) > 1, depths=depths, slo_s=slo)
+    n = p.overload_factor * sum(depths.values())
+    rows = []
+    for r in range(p.rounds):
+        texts = load.round_texts(pool, n, r * n)
+        res = await load.closed_round(sess, svc.url, texts)
+        for i, (t, x) in enumerate(zip(texts, res)):
+            cos = float(np.dot(x["vector"], refs[t]) / np.linalg.norm(x["vector"])) if x["vector"] else np.nan
+            rows.append({"kind": "overload", "pair": pair, "slo_s": slo, "round": r, "request": i, "sent": n,
+                         "max_concurrency": sum(depths.values()), "status": x["status"], "device": x["device"],
+                         "latency_s": x["latency_s"], "cosine": cos, "dispatch_us": x["dispatch_us"],
+                         "retry_after": x["retry_after"] or "", "predicted_s": x["predicted_s"],
+                         "refused_by": x["refused_by"], "admission": "depth+deadline", "accelerator": svc.accelerator,
+                         "source": source_of(x["device"]) if x["device"] else source_of(svc.accelerator)})
+    health = svc.admin(slo_s=None)   # the service still answers
+    rows.append({"kind": "overload_health", "pair": pair, "slo_s": slo, "healthy": bool(health["ready"]),
+                 "source": "measured"})
+    return rows
+
+
+async def overhead(svc, sess, p: Params, pool, encoder) -> list[dict]:
+    """The CPU-only service against the bare model on the same cores and threads, repeats interleaved
+    (bare, service, bare, ...) so machine noise hits both alike; the first of each is warm-up."""
+    import time
+
+    import torch
+
+    batch = p.overhead_batch
+    info = svc.admin(active=["cpu"], depths={"cpu": batch})
+    texts = pool[:batch]
+    before = os.sched_getaffinity(0)
+    rows = []
+    for i in range(p.overhead_repeats + 1):
+        phase = "warmup" if i == 0 else "measured"
+        os.sched_setaffinity(0, set(info["cpu_cores"]))
+        torch.set_num_threads(info["cpu_threads"])
+        try:
+            t0 = time.perf_counter()
+            encoder.embed(texts)
+            bare = time.perf_counter() - t0
+        finally:
+            os.sched_setaffinity(0, before)
+        got = (await load.closed_level(sess, svc.url, pool, batch, 1, 0))[0]
+        for mode, sec, n in (("bare_model", bare, batch), ("service", got["latency_max_s"], got["n_ok"])):
+            rows.append({"kind": "overhead", "mode": mode, "repeat": i, "batch": batch, "phase": phase,
+                         "seconds": sec, "throughput": n / sec, "cpu_threads": info["cpu_threads"],
+                         "cpu_cores": ",".join(map(str, info["cpu_cores"])), "source": "measured"})
+    return rows
+
+
+async def openloop(svc, sess, p: Params, pool: list[str], final: dict, seed: int) -> list[dict]:
+    """Beyond the paper: every offered rate and the bursty schedule, without and with offload, for the
+    first pair and largest SLO, at multiples of the accelerator-only capacity (its max concurrency / SLO)."""
+    acc = svc.accelerator
+    o, pair, slo = p.openloop, run_pairs(p, acc, serving=True)[0], max(p.slos_s)
+    base = final.get((pair, slo, "accelerator_only"))
+    if not base:
+        return []
+    capacity = base[acc] / slo   # accelerator-only queries per second at its max concurrency
+    common = {"pair": pair, "slo_s": slo, "accelerator": acc, "source": source_of(acc), "admission": "depth+deadline"}
+    rows = []
+    for config in ("accelerator_only", "offload"):
+        depths = final.get((pair, slo, config))
+        if not depths:
+            continue
+        svc.admin(active=list(depths), offload=config == "offload", depths=depths, slo_s=slo)
+        for j, f in enumerate(o.load_factors):
+            rate = f * capacity
+            sched = loadgen.poisson_schedule(rate, max(1, int(rate * o.duration_s)), seed + j)
+            tags = {**common, "config": config, "arrivals": "poisson", "load_factor": f, "offered_rps": rate}
+            rows.append({"kind": "openloop", **tags, **await load.open_run(svc, sess, pool, sched, slo)})
+        rate = o.burst_load_factor * capacity
+        sched = loadgen.bursty_schedule(rate, max(1, int(rate * o.duration_s)), seed + 99,
+                                        burst_factor=o.burst_factor, burst_s=o.burst_s, period_s=o.period_s)
+        tags = {**common, "config": config, "arrivals": "bursty", "load_factor": o.burst_load_factor,
+                "offered_rps": rate}
+        rows.append({"kind": "openloop", **tags, **await load.open_run(svc, sess, pool, sched, slo)})
+    return rows
+
+
+def references(model_path, texts):
+    """An encoder in the load generator and the model's own normalised embeddings of the pool (client
+    side, for the overload check)."""
+    from ..system.encoder import Encoder, normalize
+
+    enc = Encoder(model_path)
+    return enc, dict(zip(texts, normalize(enc.embed(texts))))
+
+
+async def _run(svc, p: Params, pool, fit, depths, encoder, refs, seed) -> tuple[dict, list[dict]]:
+    async with load.session() as sess:
         acc = svc.accelerator
         svc.admin(active=[acc], depths={acc: len(pool)})
         async with sess.post(svc.url + "/embed", json={"inputs": pool[:32]}) as r:   # emulated cache / warm, before the run
             await r.read()
-        rows += await overhead(svc, sess, p, pool, encoder)
-        final = await tables(svc, sess, p, pool, fit, depths, rows)
-        await utilisation(svc, sess, p, pool, final, rows)
-        await overload(svc, sess, p, pool, refs, final, rows)
-        await openloop(svc, sess, p, pool, final, rows, seed)
-        return {"final_depths": {"/".join(map(str, k)): v for k, v in final.items()}}
+        rows = await overhead(svc, sess, p, pool, encoder)
+        final, got = await tables(svc, sess, p, pool, fit, depths)
+        rows += got
+        rows += await utilisation(svc, sess, p, pool, final)
+        rows += await overload(svc, sess, p, pool, refs, final)
+        rows += await openloop(svc, sess, p, pool, final, seed)
+        return {"final_depths": {"/".join(map(str, k)): v for k, v in final.items()}}, rows
 
 
+@step("serving", needs=("profile",), writes="serving")
 def serving(ctx: Context) -> Result:
-    p, clock, rows = ctx.params, Clock(), []
+    p: Params = ctx.params
+    clock = Clock()
     fit, depths = profile_depths(records.read(ctx.input("profile")))
-    pool = Pools(load_fast_tokenizer(p.get("model")), p["text_pool"], ctx.seed)(p["query_tokens"])
-    ref: list = []
-    with service(p, p["pairs"][0], meanwhile=lambda: ref.extend(references(p.get("model"), pool))) as svc:
-        encoder, refs = ref
-        extra = asyncio.run(_run(svc, p, pool, fit, depths, encoder, refs, ctx.seed, rows))
+    pool = Pools(load_fast_tokenizer(p.model), p.text_pool, ctx.seed)(p.query_tokens)
+    with service(p, p.pairs[0], meanwhile=lambda: references(p.model, pool)) as svc:
+        encoder, refs = svc.prepared
+        extra, rows = asyncio.run(_run(svc, p, pool, fit, depths, encoder, refs, ctx.seed))
         info, started, acc = svc.admin(), svc.started_s, svc.accelerator
     prov = {**extra, "accelerator": acc, "service_info": info, "cpu_fit": fit, "service_start_s": started,
             "step_wall_s": clock()}
     if acc == "emulated":
-        prov["emulated_laws"] = {pr: vars(emulation.emulated_law(fit["alpha"], fit["beta"], pr)) for pr in p["pairs"]}
-    method = METHOD.format(**p, acc_words=accelerator_words(acc, info))
+        prov["emulated_laws"] = {pr: vars(emulation.emulated_law(fit["alpha"], fit["beta"], pr)) for pr in p.pairs}
+    method = METHOD.format(fine_tune_step=p.fine_tune_step, fine_tune_max_runs=p.fine_tune_max_runs, rounds=p.rounds,
+                           overload_factor=p.overload_factor, acc_words=accelerator_words(acc, info))
     return Result(records=pd.DataFrame(rows), method=method, provenance=prov)

@@ -1,0 +1,118 @@
+"""Tidy aggregates of the Chameleon records that the figures and the claims share: the measured rows of each
+record kind (search latency and throughput, PQ scan, memory nodes), Figure 8's rows with the authors'
+lengths, the performance model's uncalibrated points, the energy rows that ran, RALM tokens/s, and the
+accelerator ratio of Figure 12 (ours, and the same arithmetic on the authors' archived throughputs)."""
+from __future__ import annotations
+
+import pandas as pd
+
+from . import paper_values
+
+MODEL_TOLERANCE = 0.2   # the performance model's target: within 20% of the authors' points
+
+
+def model_size(model: str) -> str:
+    """"S" or "L" of a RALM model name (Dec-S, EncDec-L, ...)."""
+    return "S" if model.endswith("-S") else "L"
+
+
+# --------------------------------------------------------------------------- vector search (section 6.2)
+def search_latency(search: pd.DataFrame) -> pd.DataFrame:
+    """The timed batches (Figure 9): measured phase of the latency rows."""
+    return search[(search.kind == "latency") & (search.phase == "measured")]
+
+
+def search_throughput(search: pd.DataFrame) -> pd.DataFrame:
+    """The throughput runs (all queries in one batch): measured phase."""
+    return search[(search.kind == "throughput") & (search.phase == "measured")]
+
+
+def throughput_medians(search: pd.DataFrame) -> pd.DataFrame:
+    """Median queries/s per dataset, configuration and source."""
+    return search_throughput(search).groupby(["dataset", "config", "source"]).qps.median().reset_index()
+
+
+def scan_measured(scan: pd.DataFrame) -> pd.DataFrame:
+    return scan[scan.source == "measured"]
+
+
+def energy_ran(energy: pd.DataFrame) -> pd.DataFrame:
+    """The energy rows that ran (Table 5)."""
+    return energy[energy.source != "not_run"] if "source" in energy else energy
+
+
+# --------------------------------------------------------------------------- model, queue, nodes
+def fig8(queue: pd.DataFrame) -> pd.DataFrame:
+    return queue[queue.figure == "fig8"]
+
+
+def fig8_authors(queue: pd.DataFrame) -> pd.DataFrame:
+    """Figure 8's rows at a unit count of the authors' m (where their L1 length is known)."""
+    return fig8(queue).dropna(subset=["authors"])
+
+
+def uncalibrated(model: pd.DataFrame) -> pd.DataFrame:
+    """The authors' points the performance model was not calibrated on."""
+    return model[~model.calibration]
+
+
+def within_tolerance(points: pd.DataFrame) -> pd.Series:
+    return points.rel_error.abs() <= MODEL_TOLERANCE
+
+
+def node_latency(nodes: pd.DataFrame) -> pd.DataFrame:
+    return nodes[(nodes.kind == "latency") & (nodes.phase == "measured")]
+
+
+def node_checks(nodes: pd.DataFrame) -> pd.DataFrame:
+    return nodes[nodes.kind == "check"]
+
+
+# --------------------------------------------------------------------------- RALM (section 6.3)
+def tokens_per_s(ralm: pd.DataFrame) -> pd.DataFrame:
+    """Median tokens/s per model, configuration, source, interval and batch size (over repeats)."""
+    d = ralm[(ralm.source != "not_run") & (ralm.step >= 0)]
+    per_rep = d.groupby(["model", "config", "source", "interval", "batch_size", "rep"]).agg(
+        total_s=("step_s", "sum"), steps=("step", "count")).reset_index()
+    per_rep["tokens_per_s"] = per_rep.steps * per_rep.batch_size / per_rep.total_s
+    return per_rep.groupby(["model", "config", "source", "interval", "batch_size"])["tokens_per_s"].median().reset_index()
+
+
+def throughput_batch(t: pd.DataFrame) -> pd.DataFrame:
+    """Each model's rows at its largest batch (the throughput batch)."""
+    return t[t.batch_size == t.groupby("model").batch_size.transform("max")]
+
+
+def authors_ratios() -> pd.DataFrame:
+    """GPUs per ChamVS engine computed from the authors' archived throughputs: the engine's queries/s
+    (the best FPGA configuration of the model's dataset, 1 node for S, 2 for L) over the queries/s one
+    GPU's LM demands (inference-only tokens/s at the throughput batch / retrieval interval)."""
+    pt, pr = paper_values.throughput(), paper_values.ralm()
+    pio = throughput_batch(pr[pr["mode"] == "inference_only"].rename(columns={"retrieval_interval": "interval"}))
+    rows = []
+    for _, r in pio.iterrows():
+        pds = "RALM-S1000M" if model_size(r.model) == "S" else "RALM-L1000M"
+        f = pt[(pt.dataset == pds) & (pt.n_fpga > 0)]
+        if f.empty:
+            continue
+        best = f.loc[f.median_qps.idxmax()]
+        demand = r.median_tokens_per_s / r.interval
+        rows.append({"model": r.model, "interval": int(r.interval), "engine": best.arch,
+                     "engine_qps": float(best.median_qps), "lm_tokens_per_s": float(r.median_tokens_per_s),
+                     "ratio": float(best.median_qps) / demand, "source": "computed from the authors' data"})
+    return pd.DataFrame(rows)
+
+
+def our_ratios(ralm: pd.DataFrame, search: pd.DataFrame, datasets: dict) -> pd.DataFrame:
+    """Figure 12, ours: LM engines per search engine = our search queries/s on the model size's dataset
+    (``datasets``: size -> dataset, from the RALM records' provenance) / our LM's tokens/s per interval."""
+    lm = throughput_batch(tokens_per_s(ralm))
+    lm = lm[lm.config == "none"]
+    qps = throughput_medians(search)
+    rows = []
+    for _, r in lm.iterrows():
+        demand = r.tokens_per_s / r.interval
+        for _, q in qps[qps.dataset == datasets[model_size(r.model)]].iterrows():
+            rows.append({"model": r.model, "interval": int(r.interval), "search": q.config, "source": q.source,
+                         "ratio": q.qps / demand})
+    return pd.DataFrame(rows)

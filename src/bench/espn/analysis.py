@@ -1,0 +1,101 @@
+"""What ESPN's figures and claims both compute from the records (paper sections 4.3, 5.2-5.4): the measured
+end-to-end rows per disk, back end and budget (Tables 4/5, Figure 1), the hit-rate rows per corpus
+(Figure 7), equation 4's table next to the observed knee (Figures 8/9), and the engine our O_DIRECT reader
+ran with (from the iops records, never from the machine the claims run on)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from . import paper_values as PV
+from .system import eq4
+from .system.eq4 import ESPN_BATCH
+
+
+def build_meta(df: pd.DataFrame) -> dict:
+    """The build's metadata recorded in a record set's provenance (empty when absent)."""
+    return df.attrs.get("provenance", {}).get("build", {})
+
+
+def with_ssd(df: pd.DataFrame) -> pd.DataFrame:
+    """e2e rows with ``ssd`` filled (``native`` where the column or the value is missing)."""
+    return df.assign(ssd=df["ssd"].fillna("native") if "ssd" in df else "native")
+
+
+def ok(df: pd.DataFrame) -> pd.DataFrame:
+    """The measured rows that ran (status ok), warm-up and not-run rows left out."""
+    return df[(df.phase == "measured") & (df.status == "ok")]
+
+
+class E2E:
+    """The end-to-end records: per-query totals of a (disk, back end, budget)."""
+
+    def __init__(self, df: pd.DataFrame):
+        self.all = with_ssd(df)
+        self.ok = ok(self.all)
+        self.prov = df.attrs.get("provenance", {})
+
+    def rows(self, ssd, backend, budget) -> pd.DataFrame:
+        o = self.ok
+        return o[(o.ssd == ssd) & (o.backend == backend) & (o.budget == budget)]
+
+    def totals(self, ssd, backend, budget) -> np.ndarray:
+        return self.rows(ssd, backend, budget).total_s.to_numpy()
+
+    def half(self, ssd) -> str | None:
+        """The budget nearest half the table (the table at 2x its memory) run with mmap on ``ssd``."""
+        b = [x for x in self.ok[(self.ok.ssd == ssd) & (self.ok.backend == "mmap")].budget.unique() if x != "unlimited"]
+        return min(b, key=lambda x: abs(float(x) - 0.5)) if b else None
+
+    def source(self, ssd, budget) -> str:
+        s = set(self.ok[(self.ok.ssd == ssd) & (self.ok.budget == budget)].source)
+        return "emulated" if "emulated" in s else "measured"
+
+    def why_not(self, ssd) -> str:
+        d = self.all[(self.all.ssd == ssd) & (self.all.status != "ok")]
+        return str(d.reason.iloc[0]) if len(d) and "reason" in d else f"no {ssd} rows recorded"
+
+
+def hitrate(df: pd.DataFrame) -> pd.DataFrame:
+    """Hit-rate rows with ``corpus`` (``full index`` in records from before the real-passages index)."""
+    return df if "corpus" in df else df.assign(corpus="full index")
+
+
+def reader_engine(io: pd.DataFrame, io_engine: str, qd: int) -> str:
+    """The O_DIRECT engine our reader ran with at ``qd`` on the machine that measured: the ``reader_engine``
+    the iops step recorded; in records without it, the engine the profile's ``io_engine`` names (auto is
+    the thread pool). At QD 1 the reader is always the thread pool (a plain preadv loop)."""
+    if qd <= 1:
+        return "threadpool"
+    recorded = io.attrs.get("provenance", {}).get("reader_engine")
+    return recorded or ("aio" if io_engine == "aio" else "threadpool")
+
+
+def _bandwidths(io: pd.DataFrame):
+    """(tool, highest QD, bytes/s at it): our reader (thread pool) and fio, where they ran."""
+    good = io[io.status == "ok"]
+    for tool in ("espn-reader", "fio"):
+        d = good[(good.tool == tool) & ((good.engine != "aio") if tool == "espn-reader" else True)]
+        if len(d):
+            qd = d.qd.max()
+            yield tool, qd, float(d[d.qd == qd].iops.median()) * 4096
+
+
+def eq4_table(b: pd.DataFrame, io: pd.DataFrame) -> pd.DataFrame:
+    """Equation 4's batch threshold from each tool's bandwidth at its highest QD, next to the observed
+    knee (the first batch where ESPN's critical access exceeds 1.5x memory's)."""
+    m = b[b.phase == "measured"]
+    budget = float(m.prefetch_budget_s.iloc[0])
+    rec = float(b.attrs["provenance"]["build"]["mean_io_size"])
+    rows = []
+    for tool, qd, bw in _bandwidths(io):
+        for mode, dd in m.groupby("rerank"):
+            n = int(dd.rerank_n.iloc[0])
+            g = dd.groupby(["method", "batch"]).access_s.median().unstack("method")
+            knee = eq4.knee(g.index, g[ESPN_BATCH], g["memory"]) if "memory" in g and ESPN_BATCH in g else None
+            rows.append({"rerank": mode, "n": n, "bandwidth_source": f"{tool} QD{qd}", "bw_MBps": bw / 1e6,
+                         "prefetch_budget_ms": budget * 1e3, "data_per_query_KB": n * rec / 1e3,
+                         "threshold_eq4": eq4.threshold(bw, budget, n, rec), "observed_knee_batch": knee,
+                         "max_batch_run": int(dd.batch.max()), "min_batch_run": int(dd.batch.min()),
+                         "paper_threshold": PV.BATCH_THRESHOLD_EXACT if mode == "exact" else PV.BATCH_THRESHOLD_PARTIAL})
+    return pd.DataFrame(rows)

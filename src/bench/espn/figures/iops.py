@@ -1,0 +1,36 @@
+"""ESPN's reference for the O_DIRECT reader (the CPU stand-in for GPUDirect Storage, paper section 4.1): our
+readers against fio on the same file."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ...core import plotting
+from ...core.figures import figure
+
+from . import _shared as S
+
+
+@figure("iops", records=("iops",), title="our O_DIRECT reader against fio")
+def iops(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
+    df = data["iops"]
+    g = df.groupby(["tool", "engine", "qd", "source", "status"], dropna=False).iops.median().reset_index()
+    g = g.sort_values(["qd", "tool", "engine"]).reset_index(drop=True)
+    labels = [f"{r.tool} ({r.engine}), QD {r.qd}" for r in g.itertuples()]
+    col = plotting.colors(g.tool)
+    fig, (ax,) = plotting.start(w=7, h=1.2 + 0.45 * max(len(g), 1))
+    ax.barh(labels, g.iops.fillna(0), color=[col[t] for t in g.tool])
+    why = df.groupby(["tool", "engine", "qd"], dropna=False)["reason"].first() if "reason" in df else None
+    for i, r in enumerate(g.itertuples()):
+        if r.status != "ok":
+            reason = why.get((r.tool, r.engine, r.qd)) if why is not None else None
+            text = reason if isinstance(reason, str) and reason else r.status
+            ax.text(0, i, f"  not run: {text}", va="center", fontsize=8, color="0.3")
+    ax.invert_yaxis()
+    ax.set_xlabel("4 KiB random-read IOPS (O_DIRECT, median of repeats)")
+    ax.set_title("our reader against fio on the embedding table")
+    caption = ("Our O_DIRECT readers (thread pool of preadv; Linux native AIO) against fio on the same file in the "
+               "same job, 4 KiB random reads; median of repeats. A row marked 'not run' says why (e.g. fio not installed).")
+    return plotting.save(fig, out_png, caption) + S.table(g, out_png)

@@ -1,0 +1,85 @@
+"""An emulated slower SSD (beside the memory budgets of paper section 5.1): a read-IOPS throttle on the disk
+holding the embedding table, cgroup blkio (v1) or io.max (v2), for the e2e configurations the profile runs
+on a slower device than this machine's. Rows measured under it are labelled ``ssd = emulated``."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ...core import cgroups
+from .backends import BackendUnavailable
+from .memory_budget import BudgetError
+
+THROTTLE_V1 = "blkio.throttle.read_iops_device"
+
+
+def block_device_of(path: str | os.PathLike) -> str:
+    """``MAJ:MIN`` of the whole disk holding ``path`` (blkio and io.max throttle whole disks, not
+    partitions); :class:`BudgetError` when the file is not on a block device (tmpfs, overlay)."""
+    st = os.stat(path)
+    dev = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+    sysd = Path("/sys/dev/block") / dev
+    if not sysd.exists():
+        raise BudgetError(f"{path} is on device {dev}, which is not a block device")
+    if (sysd / "partition").exists():
+        dev = (sysd.resolve().parent / "dev").read_text().strip()
+    return dev
+
+
+def blkio_available(path: str | os.PathLike, prepare: bool = False) -> tuple[bool, str]:
+    """Whether a read throttle can be put on the disk holding ``path``: cgroup blkio (v1,
+    ``blkio.throttle.read_iops_device``) or io.max (v2); (True, ``MAJ:MIN``) or (False, why).
+    ``prepare``: on v2 also enable the io controller for children now."""
+    ok, why = cgroups.available("io", THROTTLE_V1, prepare=prepare)
+    if not ok:
+        return False, why
+    try:
+        return True, block_device_of(path)
+    except (OSError, BudgetError) as exc:
+        return False, str(exc)
+
+
+class BlkioThrottle(cgroups.ChildCgroup):
+    """An emulated slower SSD: this process (all its threads) joins a child group that caps reads from
+    the table's disk at ``iops`` (and ``bps`` bytes/s if given): v1 ``blkio.throttle.read_iops_device``
+    (``read_bps_device``), v2 ``io.max`` ``MAJ:MIN riops=N rbps=M``. On v2, entered inside the worker's
+    memory cap, it throttles that same group (a process has one v2 group). Undone on exit."""
+
+    what = "cgroup read throttle (blkio v1 / io.max v2)"
+
+    def __init__(self, path: str | os.PathLike, iops: int, name: str | None = None, bps: int | None = None):
+        ok, why = blkio_available(path)
+        if not ok:
+            raise BackendUnavailable(f"{self.what} unavailable: {why}")
+        if int(iops) < 1:
+            raise BudgetError(f"emulated SSD read IOPS must be >= 1, got {iops}")
+        self.device, self.iops, self.bps = why, int(iops), None if bps is None else int(bps)
+        try:
+            super().__init__("io", "espn-blkio", name, control_file=THROTTLE_V1)
+        except cgroups.CgroupUnavailable as exc:
+            raise BackendUnavailable(str(exc)) from None
+
+    def _controls(self) -> dict[str, str]:
+        if self.version == "v2":
+            return {"io.max": cgroups.io_max_line(self.device, riops=self.iops, rbps=self.bps)}
+        out = {THROTTLE_V1: f"{self.device} {self.iops}"}
+        if self.bps is not None:
+            out["blkio.throttle.read_bps_device"] = f"{self.device} {self.bps}"
+        return out
+
+    def _reset(self) -> dict[str, str]:
+        return {"io.max": cgroups.io_max_line(self.device, riops="max", rbps="max")}
+
+    def read_iops(self) -> int | None:
+        """The read-IOPS limit on the disk as the kernel holds it (v1 or v2 file), for checks."""
+        f = self.path / ("io.max" if self.version == "v2" else THROTTLE_V1)
+        try:
+            lines = f.read_text().splitlines()
+        except OSError:
+            return None
+        for parts in (line.split() for line in lines):
+            if len(parts) > 1 and parts[0] == self.device:
+                val = dict(p.split("=", 1) for p in parts[1:] if "=" in p).get("riops") \
+                    if self.version == "v2" else parts[1]
+                return int(val) if val and val.isdigit() else None
+        return None

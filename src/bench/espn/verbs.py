@@ -1,0 +1,36 @@
+"""ESPN's internal verb, added to ``bench espn`` beside the standard ones: ``e2e-worker``, one end-to-end
+configuration of the ``e2e`` step (paper Tables 4/5, Figure 1) in its own process, so that it can join a
+memory cap and a read throttle of its own. Light on purpose: the worker (:mod:`bench.espn.worker`,
+torch and faiss) is imported when the verb runs."""
+from __future__ import annotations
+
+import argparse
+
+
+def _worker(a: argparse.Namespace) -> None:
+    from ..core import params as typed
+    from . import worker
+    from .params import Params
+
+    p = typed.build(Params, a.params, "espn")   # the parent's validated section, as it passed it
+    worker.run(a.build, p, a.budget, a.label, a.kinds.split(","), a.mechanism, a.threads, a.out,
+               blkio_iops=a.blkio_iops)
+
+
+def verbs(s: argparse._SubParsersAction) -> None:
+    from ..core.studycli import json_arg
+
+    w = s.add_parser("e2e-worker", help="(internal) one end-to-end configuration in its own process")
+    w.add_argument("--build", required=True)
+    w.add_argument("--params", type=json_arg, required=True)
+    w.add_argument("--budget", type=json_arg, required=True)
+    w.add_argument("--label", required=True)
+    w.add_argument("--kinds", required=True)
+    w.add_argument("--mechanism", required=True)
+    w.add_argument("--seed", type=int, required=True)
+    w.add_argument("--threads", type=int, required=True)
+    w.add_argument("--out", required=True)
+    w.add_argument("--blkio-iops", type=int, default=None,
+                   help="emulated slower SSD: read-IOPS throttle on the table's disk, cgroup blkio (v1) or "
+                        "io.max (v2)")
+    w.set_defaults(func=_worker)

@@ -1,0 +1,128 @@
+"""Table 3 of Moving Stuff Around drawn from the ``options`` records: samples/s and memory of each option
+(pin_memory, DataLoader workers, RAMDISK; beyond the paper, worker start method and a cold page cache)
+against the baseline, beside the paper's rows of the same setting."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from ...core import claims as core_claims
+from ...core import plotting
+from ...core.figures import figure
+from .. import analysis as A
+from .. import paper_values as P
+from . import _draw as D
+
+
+def _paper_key(rid: str):
+    """The paper's Table 3 row of the same setting as our run ``rid``, or None (never a row of another
+    setting: our "pin_memory+2 workers+ramdisk" is not the paper's 8-worker row)."""
+    opt, _, val = rid.partition("=")
+    if opt.startswith("pin_memory+") and opt.endswith("ramdisk"):
+        opt, val = opt, "-"
+    key = (opt, val)
+    return key if key in P.TABLE3 else None
+
+
+def _paper_rel(key, col: int = 0):
+    """The paper's value against its baseline (samples/s: col 0; memory: col 1), as a ratio."""
+    return None if key is None else P.TABLE3[key][col] / P.TABLE3[("baseline", "-")][col]
+
+
+def _option_rows(r) -> list[str]:
+    """Our runs in their order, then the paper's Table 3 rows we did not run (their own rows)."""
+    ours = list(dict.fromkeys(r.run_id))
+    have = {_paper_key(rid) for rid in ours}
+    return ours + [f"{o}={v}" for (o, v) in P.TABLE3 if (o, v) not in have]
+
+
+def _unrun_why(df) -> str:
+    w = df.attrs.get("provenance", {}).get("options", {}).get("num_workers")
+    return f"this profile runs num_workers {', '.join(map(str, w))} only" if w else "not in this profile"
+
+
+def _option_cells(df):
+    st = A.steps(df)
+    r = A.runs(df)
+    order = _option_rows(r)
+    base = A.tput(st, run_id="baseline=-")
+    base_mem = A.mem(df, "baseline=-")
+    cells, rel, mem, notes = {}, {}, {}, {}
+    for rid in order:
+        rows = r[r.run_id == rid]
+        v = A.tput(st, run_id=rid)
+        if rows.empty or rows.iloc[0].status != "ok" or not v.size:
+            notes[rid] = str(rows.iloc[0].get("why") or rows.iloc[0].status) if len(rows) else _unrun_why(df)
+            continue
+        cells[rid] = core_claims.bootstrap_ci(v, n_boot=D.N_BOOT)
+        if base.size:
+            e, lo, hi = core_claims.ratio_ci(v, base, n_boot=D.N_BOOT)
+            rel[rid] = (100 * (e - 1), 100 * (lo - 1), 100 * (hi - 1))
+        m = A.mem(df, rid)
+        if m.size and base_mem.size:
+            mem[rid] = core_claims.ratio_ci(m, base_mem, n_boot=D.N_BOOT)
+    return order, cells, rel, mem, notes, r.set_index("run_id")
+
+
+def _option_panel(ax, order, vals, col, title):
+    for i, rid in enumerate(order):
+        if (v := vals.get(rid)) is not None:
+            ax.errorbar(v[0], i, xerr=[[v[0] - v[1]], [v[2] - v[0]]], fmt="o", color=col, ecolor="0.3", capsize=2,
+                        lw=1, label="ours (measured, median and 95% CI)")
+    ax.set_title(title)
+
+
+def _option_paper(ax, order, col: int, pct: bool):
+    for i, rid in enumerate(order):
+        if (pv := _paper_rel(_paper_key(rid), col)) is not None:
+            ax.plot(100 * (pv - 1) if pct else pv, i, **D.P_STYLE, label="paper's Table 3 (same setting; computed)")
+
+
+def _table3_md(df, order, cells, rel, notes, runs, out_png: Path) -> Path:
+    md_rows = {rid: [(D.fmt_cell(cells[rid], rel.get(rid)) if rid in cells else f"not run ({notes.get(rid, '')})"),
+                     (f"{runs.loc[rid].pss_peak_bytes / A.GB:.3f}" if rid in cells else "-"),
+                     (f"{100 * (v - 1):+.1f}%" if (v := _paper_rel(_paper_key(rid))) is not None else "-"),
+                     (f"{P.TABLE3[k][1]:.2f}" if (k := _paper_key(rid)) else "-")] for rid in order}
+    t = pd.DataFrame(md_rows, index=["samples/s [95% CI] (% vs baseline)", "memory GB (summed PSS peak)",
+                                     "paper: % vs baseline (computed from Table 3)", "paper: memory GB"]).T
+    t.index.name = "option"
+    o = df.attrs.get("provenance", {}).get("options", {})
+    return D.markdown(t, out_png.with_suffix(".md"), "Table 3: options on the paper's chosen configuration",
+                      f"Configuration: {o.get('loader', '?')}, {str(o.get('parallel', '?')).upper()}, "
+                      f"{o.get('replicas', '?')} replicas. {D.scale(df)}. Paper: ir_datasets, DDP, 4 GPUs.")
+
+
+@figure("table3_options", records=("options",), title="Table 3: pin_memory, workers, RAMDISK")
+def table3_options(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
+    df = data["options"]
+    order, cells, rel, mem, notes, runs = _option_cells(df)
+    col = plotting.colors(["ours"])["ours"]
+    labels = [rid.removesuffix("=-") for rid in order]
+    fig, (a, b, c) = plotting.start(3, w=14 / 3, h=0.42 * len(order) + 2, sharey=True,
+                                    gridspec_kw={"width_ratios": [1.2, 1, 1]})
+    _option_panel(a, order, cells, col, "ours: samples/s")
+    _option_panel(b, order, rel, col, "samples/s: % vs baseline")
+    _option_panel(c, order, {k: v for k, v in mem.items()}, col, "memory: x baseline (summed PSS peak)")
+    for i, rid in enumerate(order):
+        if rid in notes:
+            a.text(0.02, i, "not run: " + notes[rid], va="center", fontsize="x-small", color="0.25",
+                   transform=a.get_yaxis_transform())
+    _option_paper(b, order, 0, pct=True)
+    _option_paper(c, order, 1, pct=False)
+    a.set_yticks(range(len(order)), labels, fontsize="small")
+    a.invert_yaxis()
+    b.axvline(0, color="0.5", lw=0.8)
+    c.axvline(1, color="0.5", lw=0.8)
+    plotting.legend_below(fig, ncol=2)
+    md = _table3_md(df, order, cells, rel, notes, runs, out_png)
+    o = df.attrs.get("provenance", {}).get("options", {})
+    cap = (f"Table 3 of the paper, measured: samples/s and memory of each option on the paper's chosen "
+           f"configuration ({o.get('loader', '?')}, {str(o.get('parallel', '?')).upper()}, {o.get('replicas', '?')} "
+           f"replicas): ours as dots with 95% bootstrap intervals over steps (samples/s) or memory readings (memory), "
+           f"as a % change or ratio against the baseline (no workers, no pin_memory, page cache warm); the paper's "
+           f"as stars, computed from its Table 3, on the row of the same setting only. Rows the paper has and this "
+           f"profile did not run (more workers than it runs, pin_memory without CUDA) say why. RAMDISK adds the "
+           f"copied files' size to memory, as the paper does. Beyond the paper: worker start method and a cold page "
+           f"cache. Scale: {D.scale(df)}; {P.SCALE}.")
+    return [*plotting.save(fig, out_png, cap), md]

@@ -1,0 +1,112 @@
+"""The records of one launched training run (Moving Stuff Around, Tables 1-3), shared by the ``train`` and
+``options`` steps: the run is started by :mod:`bench.loaders.system.launch`, and its results become tidy rows:
+
+- ``kind=step``: one row per rank and step (wait / copy / compute seconds, warm-up apart);
+- ``kind=run``: one row per run (status ok/oom, corpus loading time, summed PSS peak and mean over the
+  measured steps, USS, RSS, the paper's method = main RSS x replicas, the loader's own footprint,
+  RAMDISK bytes, the PSS check against smaps_rollup);
+- ``kind=memory``: the memory readings of the process tree, each tagged with the phase it fell in.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+
+import numpy as np
+import pandas as pd
+
+from ..system import filecache, footprint, launch, train
+from ..system.stores import make_store
+from ..system.train import RunSpec
+
+
+def _phase_of(t: float, res: dict) -> str:
+    if t < res["t_loaded"]:
+        return "load"
+    return "measured" if t >= res["t_measured"] else "warmup"
+
+
+def _memory_rows(out: launch.Outcome, base: dict) -> list[dict]:
+    res = out.results[0] if out.results else None
+    t0 = out.samples[0]["t"] if out.samples else 0.0
+    rows = []
+    for s in out.samples:
+        row = {k: v for k, v in s.items() if k not in ("t", "procs")}
+        rows.append({**base, "kind": "memory", "t_rel_s": s["t"] - t0,
+                     "phase": _phase_of(s["t"], res) if res else "load", **row})
+    return rows
+
+
+def _run_row(out: launch.Outcome, spec: RunSpec, base: dict, extra_bytes: int) -> dict:
+    row = {**base, "kind": "run", "phase": "measured", "status": out.status,
+           "why": "; ".join(w for w in (base.get("why"), out.error) if w),
+           "wall_s": out.wall_s, "ramdisk_bytes": extra_bytes, **out.cap}
+    if out.status != "ok":
+        return row
+    t_meas = max(r["t_measured"] for r in out.results)
+    t_end = min(r["t_end"] for r in out.results)
+    mem = pd.DataFrame(out.samples)
+    window = mem[(mem.t >= t_meas) & (mem.t <= t_end)]
+    window = window if len(window) else mem
+    # the check against smaps_rollup uses readings of the steady measured phase when there are some
+    # (during loading, memory changes between a process's two readings)
+    checked = window if "pss_smaps_bytes" in window and window.pss_smaps_bytes.notna().any() else mem
+    smaps = checked.dropna(subset=["pss_smaps_bytes"]) if "pss_smaps_bytes" in checked else mem.iloc[:0]
+    rel = np.array([footprint.smaps_disagreement(r) for _, r in smaps.iterrows()])
+    main_rss_peak = float(mem.main_rss_bytes.max())
+    row.update({
+        "load_s": float(np.mean([r["load_s"] for r in out.results])),
+        "load_s_max": float(np.max([r["load_s"] for r in out.results])),
+        "pss_peak_bytes": float(mem.pss_bytes.max()) + extra_bytes,
+        "pss_mean_bytes": float(window.pss_bytes.mean()) + extra_bytes,
+        "uss_peak_bytes": float(mem.uss_bytes.max()), "rss_peak_bytes": float(mem.rss_bytes.max()),
+        # the paper: the main process's RSS (psutil), times the GPU count for DDP only
+        "paper_mem_bytes": main_rss_peak * (spec.replicas if spec.parallel == "ddp" else 1) + extra_bytes,
+        "loader_pss_bytes": float(sum(r["loader_pss_bytes"] for r in out.results)),
+        "pss_smaps_max_reldiff": float(rel.max()) if rel.size else float("nan"),
+        "n_memory_samples": int(len(mem)), "torch_threads": out.results[0]["torch_threads"],
+        "pin_memory_applied": out.results[0]["pin_memory_applied"],
+        # start-up of the ranks (fork from the server to the body's first line): in no rate or step time
+        "startup_s": float(max(r.get("startup_s", float("nan")) for r in out.results)),
+        "worker_start_method_used": out.results[0].get("worker_start_method_used") or "-",
+    })
+    return row
+
+
+def _step_rows(out: launch.Outcome, spec: RunSpec, base: dict) -> list[dict]:
+    per_rank = spec.batch_per_replica * (spec.replicas if spec.parallel == "dp" else 1)
+    rows = []
+    for res in out.results:
+        for r in res["rows"]:
+            rows.append({**base, "kind": "step", "rank": res["rank"], "samples": per_rank,
+                         **{k: v for k, v in r.items() if k != "t_end"}})
+    return rows
+
+
+def not_run_row(base: dict, loader: str, parallel: str, replicas: int, why: str) -> dict:
+    """The run row of a configuration this machine cannot run (pin_memory without CUDA, more replicas
+    than GPUs), with the reason."""
+    return {**base, "kind": "run", "loader": loader, "parallel": parallel, "replicas": replicas,
+            "status": "not_run", "source": "not_run", "phase": "measured", "why": why}
+
+
+def measure_run(spec: RunSpec, base: dict, *, ramdisk: bool = False, cold_cache: bool = False,
+                timeout_s: float = 300.0, cap_bytes: int | None = None,
+                sample_interval_s: float = 0.05) -> list[dict]:
+    """Run ``spec`` (optionally from a RAMDISK copy, or after evicting its files from the page cache)
+    and return its step, run and memory rows."""
+    base = {**base, "loader": spec.loader, "parallel": spec.parallel, "replicas": spec.replicas,
+            "num_workers": spec.num_workers, "pin_memory": spec.pin_memory,
+            "worker_start_method": spec.worker_start_method, "ramdisk": ramdisk, "cold_cache": cold_cache,
+            "batch_per_replica": spec.batch_per_replica, "max_length": spec.max_length, "source": "measured",
+            "device": spec.device, "implementation": train.implementation(spec.parallel, spec.device)}
+    files = make_store(spec.loader, spec.bundle_dir).files()
+    ctx = filecache.RamdiskCopy(spec.bundle_dir, files) if ramdisk else contextlib.nullcontext()
+    with ctx as rd:
+        run_spec = dataclasses.replace(spec, store_dir=str(rd.dir)) if ramdisk else spec
+        if cold_cache:
+            filecache.evict(files)
+        out = launch.launch(run_spec, timeout_s=timeout_s, cap_bytes=cap_bytes,
+                            sample_interval_s=sample_interval_s)
+        extra = rd.bytes if ramdisk else 0
+    return [_run_row(out, spec, base, extra), *_step_rows(out, spec, base), *_memory_rows(out, base)]

@@ -1,0 +1,180 @@
+"""The memory footprint of a training run's process tree (Moving Stuff Around, section 3.2 and Table 2),
+measured the way the authors meant:
+
+- PSS summed over the whole process tree (main process or DDP ranks, and their DataLoader workers):
+  shared pages split between the processes that map them, so nothing is counted twice; USS (pages only
+  one process maps) and RSS beside it; sampled during the run (peak and mean);
+- the paper's method beside it: the main process's RSS (times the replica count for DDP);
+- an independent reading of ``/proc/<pid>/smaps_rollup`` over the same tree, to check psutil's PSS;
+- a memory cap (as root: cgroup v1 ``memory.limit_in_bytes`` or cgroup v2 ``memory.max``, see
+  :mod:`bench.core.cgroups`) so that a run that needs more memory than the cap is OOM-killed alone (the
+  paper's OOM cells) and never takes the machine down.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+from ...core import cgroups
+from .errors import ConfigError
+
+
+def tree(pids) -> list[psutil.Process]:
+    """The processes ``pids`` and all their descendants (those still alive)."""
+    out, seen = [], set()
+    for pid in pids:
+        try:
+            p = psutil.Process(pid)
+            for q in [p, *p.children(recursive=True)]:
+                if q.pid not in seen:
+                    seen.add(q.pid)
+                    out.append(q)
+        except psutil.NoSuchProcess:
+            continue
+    return out
+
+
+def own_pss() -> int:
+    """This process's PSS in bytes."""
+    return psutil.Process().memory_full_info().pss
+
+
+def smaps_rollup_pss(pid: int) -> int | None:
+    """PSS in bytes read straight from ``/proc/<pid>/smaps_rollup`` (None if the process is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) * 1024
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    return None
+
+
+def reading(pids, independent: bool = False, per_process: bool = False) -> dict:
+    """One reading of the tree rooted at ``pids``: summed PSS, USS and RSS, the first root's RSS,
+    (``independent``) the summed smaps_rollup PSS of the same processes, read just before and just
+    after each process's psutil reading (``pss_smaps_lo``/``_hi`` bracket it, ``pss_smaps_bytes`` is
+    their midpoint: a process that allocates between the readings stays comparable), and (``per_process``) each process's (pid, role, pss, uss): role
+    ``main``/``rank`` for a root, else ``worker`` (a DataLoader worker)."""
+    procs = tree(pids)
+    pss = uss = rss = lo = hi = 0
+    main_rss, counted, each = 0, [], []
+    for p in procs:
+        before = smaps_rollup_pss(p.pid) if independent else 0
+        try:
+            m = p.memory_full_info()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        if independent:
+            after = smaps_rollup_pss(p.pid)
+            if before is None or after is None:  # gone between the readings: left out of every sum
+                continue
+            lo, hi = lo + min(before, after), hi + max(before, after)
+        pss, uss, rss = pss + m.pss, uss + m.uss, rss + m.rss
+        counted.append(p.pid)
+        if p.pid == pids[0]:
+            main_rss = m.rss
+        if per_process:
+            each.append((p.pid, ("main" if p.pid == pids[0] else "rank") if p.pid in pids else "worker",
+                         m.pss, m.uss))
+    row = {"t": time.monotonic(), "n_procs": len(counted), "pss_bytes": pss, "uss_bytes": uss,
+           "rss_bytes": rss, "main_rss_bytes": main_rss}
+    if per_process:
+        row["procs"] = each
+    if independent:
+        row.update(pss_smaps_bytes=(lo + hi) / 2, pss_smaps_lo=lo, pss_smaps_hi=hi)
+    return row
+
+
+def smaps_disagreement(row) -> float:
+    """How far psutil's summed PSS lies outside the smaps_rollup bracket, relative to its midpoint."""
+    out = max(0.0, row["pss_smaps_lo"] - row["pss_bytes"], row["pss_bytes"] - row["pss_smaps_hi"])
+    return out / row["pss_smaps_bytes"] if row["pss_smaps_bytes"] else float("nan")
+
+
+class Sampler:
+    """Samples :func:`reading` every ``interval_s`` in a background thread of the launching process
+    (outside the measured processes); every ``independent_every``-th reading adds smaps_rollup."""
+
+    def __init__(self, pids, interval_s: float = 0.1, independent_every: int = 4, per_process: bool = False):
+        if interval_s <= 0:
+            raise ConfigError(f"memory sampling interval must be > 0, got {interval_s}")
+        self.pids, self.interval, self.every = list(pids), interval_s, max(1, independent_every)
+        self.per_process = per_process
+        self.samples: list[dict] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="pss-sampler", daemon=True)
+
+    def _loop(self):
+        k = 0
+        while not self._stop.is_set():
+            row = reading(self.pids, independent=(k % self.every == 0), per_process=self.per_process)
+            if row["n_procs"]:
+                self.samples.append(row)
+            k += 1
+            self._stop.wait(self.interval)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
+# ----------------------------------------------------------------------------- memory cap
+
+
+def cap_available() -> tuple[bool, str]:
+    """Whether a memory cap can be set here (cgroup v1 or v2, as root); else why, in one line."""
+    return cgroups.memory_available()
+
+
+class MemoryCap(cgroups.MemoryCap):
+    """A child memory cgroup (bench.core.cgroups; v1 or v2) capped at ``limit_bytes``, page cache
+    included: the paper's OOM cells. Unlike the core class, the launching process stays outside: the run
+    processes join it themselves (write their pid to its ``cgroup.procs``, first thing in a rank), so an
+    OOM kill hits a rank, never the launcher. On v2, entering enables the memory controller in the
+    launcher's group (its processes move into ``bench-leaf`` if the kernel requires it)."""
+
+    _n = 0
+
+    def __init__(self, limit_bytes: int):
+        ok, why = cap_available()
+        if not ok:
+            raise ConfigError(f"memory cap requested but unavailable: {why}")
+        if limit_bytes < (16 << 20):
+            raise ConfigError(f"memory cap must be >= 16 MiB, got {limit_bytes} bytes")
+        MemoryCap._n += 1
+        super().__init__(limit_bytes, tag=f"loaders{MemoryCap._n}")
+
+    def __enter__(self):
+        cgroups.remove_stale(pid=None)
+        try:
+            self.create()
+        except cgroups.CgroupUnavailable as exc:
+            raise ConfigError(f"memory cap requested but unavailable: {exc}") from None
+        return self
+
+    def stats(self) -> dict:
+        """``cap_bytes``, ``cap_max_usage_bytes`` (peak), ``cap_failcnt`` (times the usage hit the cap),
+        ``cap_oom_kills`` and ``cap_cgroup_version`` ("v1"/"v2")."""
+        s = super().stats()
+        return {"cap_bytes": self.limit, "cap_max_usage_bytes": s["cgroup_max_usage_bytes"],
+                "cap_failcnt": s["cgroup_failcnt"], "cap_oom_kills": s["cgroup_oom_kills"],
+                "cap_cgroup_version": s["cgroup_version"]}
+
+    def __exit__(self, *exc):
+        self.close()
+        for _ in range(50):  # processes killed by the OOM killer leave the cgroup asynchronously
+            try:
+                self.path.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.05)

@@ -1,0 +1,42 @@
+"""recall@k against queries/s (Trinity section 3.2, ann-benchmarks style): the extend engine beside faiss
+HNSW and exact brute force, from the recall records."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from ...core import plotting
+from ...core.figures import figure
+from .. import analysis
+from ._common import NO_PAPER
+
+
+@figure("recall_qps", records=("recall",), title="recall@k against queries/s")
+def recall_qps(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
+    df = data["recall"]
+    m = analysis.searches(df)
+    rcol = analysis.recall_column(m)
+    datasets = sorted(m.dataset.unique())
+    base = m.system.str.replace(r"-p\d+$", "", regex=True)   # engine-continuous-p2: continuous's colour, dashed
+    col = plotting.colors(base.unique())
+    fig, axes = plotting.start(len(datasets), w=5.5 + 2 / len(datasets), h=4.2)
+    for ax, ds in zip(axes, datasets):
+        for sysname, g in m[m.dataset == ds].groupby("system"):
+            s = g.groupby("value").agg(qps=("qps", "median"), lo=("qps", "min"), hi=("qps", "max"), r=(rcol, "first"))
+            pv = sysname != base[g.index[0]]
+            ax.errorbar(s.r, s.qps, yerr=[s.qps - s.lo, s.hi - s.qps], marker="s" if pv else "o",
+                        ls="--" if pv else "-", color=col[base[g.index[0]]],
+                        label=f"{base[g.index[0]]}, p = {int(g.p.iloc[0])} parents/extend" if pv else sysname)
+        ax.axvline(0.95, color="0.5", ls=":", lw=1)
+        ax.set(yscale="log", xlabel=rcol.replace("recall_at_", "recall@"), ylabel="queries/s (median)", title=ds)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside right upper", fontsize="small")
+    nr = df[df.source == "not_run"]
+    cap = (f"{rcol.replace('recall_at_', 'recall@')} against queries/s (ann-benchmarks style): the extend engine at "
+           "batch 1, static and continuous batching sweeping top-M (dashed: continuous with more parents per extend), "
+           "faiss IndexHNSWFlat sweeping efSearch, and exact brute force on the engine's device (one matmul + topk, "
+           "recall 1: the anchor a graph engine must beat), "
+           f"same data and threads ({int(m.threads.iloc[0])}); median of the measured runs, bars min-max; dotted: "
+           "recall 0.95. " + "".join(f"Not run: {w}. " for w in nr.why) + NO_PAPER)
+    return plotting.save(fig, out_png, cap)

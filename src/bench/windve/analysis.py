@@ -1,0 +1,157 @@
+"""What WindVE's figures and claims both read from the ``profile`` and ``serving`` records, derived once:
+
+- which accelerator the records measured, never assumed: the CUDA GPU (``source=measured``, the paper's
+  GPU + CPU setting) or the emulated accelerator (``source=emulated``, its law from this CPU's fit times a
+  paper pair's ratios); a record set that does not say is labelled emulated (nothing is called measured
+  without evidence);
+- Tables I/II: per pair and SLO, the fine-tuned max concurrency without and with offload and the gain,
+  with the interval from the rounds; the gain the regression predicts from the profiles alone;
+- Table III and Figures 5/6: the queue depths per device, SLO and method;
+- our SLOs by rank (the tightest stands for the paper's 1 s, the next for 2 s).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+_NOT_ACC = ("overhead", "overload_health")
+
+
+def rank(slo: float, slos) -> int:
+    """Our SLOs stand for the paper's by rank: the tightest for 1 s, the next for 2 s."""
+    return 1 + sorted(set(slos)).index(slo)
+
+
+# -- which accelerator ran ----------------------------------------------------------------------
+def _acc_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows about the accelerator: an ``accelerator`` column set, or a ``device`` other than the CPU."""
+    if df is None or df.empty:
+        return pd.DataFrame()
+    mask = pd.Series(False, index=df.index)
+    if "accelerator" in df:
+        mask |= df["accelerator"].notna() & (df["accelerator"].astype(str) != "")
+    if "device" in df:
+        dev = df["device"].astype(str)
+        mask |= df["device"].notna() & ~dev.isin(["cpu", "", "nan"])
+    if "kind" in df:
+        mask &= ~df["kind"].isin(_NOT_ACC)
+    return df[mask]
+
+
+def device(*dfs: pd.DataFrame) -> str:
+    """``cuda`` or ``emulated``: the accelerator device of the records."""
+    for df in dfs:
+        rows = _acc_rows(df)
+        if rows.empty:
+            continue
+        col = rows["accelerator"] if "accelerator" in rows else pd.Series(dtype=object)
+        col = col[col.notna() & (col.astype(str) != "")]
+        if col.empty and "device" in rows:
+            col = rows["device"][~rows["device"].astype(str).isin(["cpu", "", "nan"])]
+        if len(col):
+            return str(col.iloc[0])
+    return "emulated"
+
+
+def source(*dfs: pd.DataFrame) -> str:
+    """``emulated`` if any accelerator row is emulated (or none says), else ``measured``."""
+    srcs = set()
+    for df in dfs:
+        rows = _acc_rows(df)
+        if "source" in rows:
+            srcs |= set(rows["source"].dropna().astype(str))
+    return "measured" if srcs and srcs <= {"measured"} else "emulated"
+
+
+def name(prof: pd.DataFrame) -> str:
+    """What the accelerator ran on (the GPU's name), from the profile's ``device_name`` column."""
+    acc = device(prof)
+    if prof is not None and "device_name" in prof and "device" in prof:
+        got = prof[(prof["device"] == acc) & prof["device_name"].notna()]["device_name"]
+        if len(got):
+            return str(got.iloc[0])
+    return acc
+
+
+def admission(df: pd.DataFrame) -> str | None:
+    """How the service admitted the requests of these rows (``depth`` or ``depth+deadline``), if they say."""
+    if "admission" in df and df["admission"].notna().any():
+        return str(df["admission"].dropna().iloc[0])
+    return None
+
+
+def busy(*dfs: pd.DataFrame) -> bool:
+    return any(bool(df["machine_busy"].any()) for df in dfs if "machine_busy" in df)
+
+
+# -- Tables I/II: max concurrency and the gain from offload ------------------------------------
+def maxconc(serv: pd.DataFrame) -> pd.DataFrame:
+    return serv[serv.kind == "maxconc"].copy()
+
+
+def _gain_row(pair, slo, a: pd.Series, o: pd.Series) -> dict:
+    lo_a, hi_a = a.get("total_low", a.total), a.get("total_high", a.total)
+    lo_o, hi_o = o.get("total_low", o.total), o.get("total_high", o.total)
+    ok = bool(a.get("converged", True)) and bool(o.get("converged", True))
+    if not ok:   # a search that never met the SLO gives no interval
+        lo_a = hi_a = lo_o = hi_o = np.nan
+    return {"pair": pair, "slo_s": slo, "converged": ok, "acc_only": a.total, "acc_only_low": lo_a,
+            "acc_only_high": hi_a, "acc_part": o.get("depth_acc", o.get("depth_emulated", np.nan)),
+            "cpu_part": o.get("depth_cpu", 0), "offload": o.total, "gain": o.total / a.total - 1,
+            "gain_low": lo_o / hi_a - 1 if hi_a else np.nan, "gain_high": hi_o / lo_a - 1 if lo_a else np.nan,
+            "cannot_help": bool(o.get("cannot_help", False))}
+
+
+def gains(serv: pd.DataFrame) -> pd.DataFrame:
+    """Per pair and SLO: accelerator-only and offload max concurrency and the gain, with bounds."""
+    mc = serv[serv.kind == "maxconc"]
+    rows = []
+    for (pair, slo), g in mc.groupby(["pair", "slo_s"]):
+        a, o = g[g.config == "accelerator_only"], g[g.config == "offload"]
+        if a.empty or o.empty:
+            continue
+        rows.append(_gain_row(pair, slo, a.iloc[0], o.iloc[0]))
+    out = pd.DataFrame(rows)
+    if not out.empty:   # no level met the SLO in every round: no interval, rather than one without the estimate
+        bad = ~((out.gain_low <= out.gain + 1e-9) & (out.gain <= out.gain_high + 1e-9))
+        out.loc[bad, ["gain_low", "gain_high"]] = np.nan
+        out["ci_note"] = np.where(~out.converged, "; no interval: a fine-tuning search never met the SLO in every "
+                                  "round", np.where(bad, "; no interval: no level met the SLO in every round", ""))
+    return out
+
+
+def predicted_gains(prof: pd.DataFrame) -> pd.DataFrame:
+    """Regression-predicted gain C_CPU / C_acc per pair and SLO (measured profiles, not fine-tuned)."""
+    d = regression_depths(prof, "base")
+    rows = []
+    for (pair, slo), g in d[d.device != "cpu"].groupby(["pair", "slo_s"]):
+        cpu = d[(d.device == "cpu") & (d.slo_s == slo)].depth.max()
+        rows.append({"pair": pair, "slo_s": slo, "gain": cpu / g.depth.max() if g.depth.max() else np.nan})
+    return pd.DataFrame(rows, columns=["pair", "slo_s", "gain"])
+
+
+# -- queue depths (Table III, Figures 5 and 6) --------------------------------------------------
+def regression_depths(prof: pd.DataFrame, experiment: str) -> pd.DataFrame:
+    """The regression's depth rows of one experiment (``base``, ``length``, ``cores``)."""
+    return prof[(prof.kind == "depth") & (prof.experiment == experiment) & (prof.method == "regression")]
+
+
+def depth_rows(prof: pd.DataFrame, serv: pd.DataFrame | None) -> pd.DataFrame:
+    """Table III: depth per pair, device (``dev``: accelerator or cpu), SLO and method (regression and
+    stress test from the profile, fine-tuned with offload from the serving records)."""
+    d = prof[(prof.kind == "depth") & (prof.experiment == "base")].copy()
+    d["dev"] = np.where(d.device == "cpu", "cpu", "accelerator")
+    out = [d[["pair", "dev", "device", "slo_s", "method", "depth", "runs"]]]
+    if serv is not None:
+        mc = maxconc(serv)
+        mc = mc[mc.config == "offload"]
+        for r in mc.itertuples():
+            acc = getattr(r, "accelerator", "emulated")
+            acc = acc if isinstance(acc, str) and acc else "emulated"
+            for dev, col in (("accelerator", "depth_acc"), ("cpu", "depth_cpu")):
+                if not hasattr(r, col) and col == "depth_acc":
+                    col = "depth_emulated"   # records written before the accelerator was named
+                out.append(pd.DataFrame([{"pair": r.pair, "dev": dev, "device": "cpu" if dev == "cpu" else acc,
+                                          "slo_s": r.slo_s, "method": "fine-tuned", "depth": getattr(r, col),
+                                          "runs": r.runs}]))
+    return pd.concat(out, ignore_index=True)

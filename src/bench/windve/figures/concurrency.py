@@ -1,0 +1,109 @@
+"""Tables I-III of WindVE (Section V-B): the fine-tuned max concurrency without and with CPU offload and
+the gain against the paper's (Tables I/II), and the queue depths by regression, stress test and
+fine-tuning with the profiling runs each needed (Table III)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ...core import plotting
+from ...core.figures import figure
+from .. import analysis
+from .. import paper_values as PV
+from .labels import H, JINA_STYLE, slos_text, source_words
+
+
+@figure("tables_1_2", records=("serving", "profile"),
+                title="Tables I/II: max concurrency without and with CPU offload")
+def tables_1_2(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
+    serv, prof = data["serving"], data["profile"]
+    gt, pred = analysis.gains(serv), analysis.predicted_gains(prof)
+    src, acc_words = source_words(prof, serv)
+    done = set(zip(gt.pair, gt.slo_s)) if not gt.empty else set()
+    extra = pred[[(p, s) not in done for p, s in zip(pred.pair, pred.slo_s)]]
+    fig, (a, b) = plotting.start(2, w=5.2, h=H)
+    if gt.empty:
+        plotting.not_run(a, "no max-concurrency rows")
+        plotting.not_run(b, "no max-concurrency rows")
+        return plotting.save(fig, out_png, "Tables I/II: not run.")
+    slos = sorted(gt.slo_s.unique())
+    labels = [f"{p}\nSLO {s:g} s" for p, s in zip(gt.pair, gt.slo_s)]
+    x = np.arange(len(gt))
+    col = plotting.colors(["accelerator only", "accelerator (with offload)", "CPU offload", "ours: gain with offload"])
+    a.bar(x - 0.2, gt.acc_only, 0.38, color=col["accelerator only"], label=plotting.label_source("accelerator only", src))
+    a.bar(x + 0.2, gt.acc_part, 0.38, color=col["accelerator (with offload)"],
+          label=plotting.label_source("accelerator (with offload)", src))
+    a.bar(x + 0.2, gt.cpu_part, 0.38, bottom=gt.acc_part, color=col["CPU offload"], label="CPU offload (measured)")
+    a.set(xticks=x, xticklabels=labels, ylabel="max concurrency (queries)", title="(a) ours: MiniLM, 75-token queries")
+    err = np.array([gt.gain - gt.gain_low, gt.gain_high - gt.gain]).clip(min=0) * 100
+    gcol = col["ours: gain with offload"]
+    b.bar(x, gt.gain * 100, 0.5, yerr=err, color=gcol, ecolor="0.3", capsize=3, label="ours: gain with offload")
+    b.axhline(0, color="0.5", lw=0.8)
+    xe = np.arange(len(gt), len(gt) + len(extra))
+    b.bar(xe, extra.gain * 100, 0.5, fill=False, edgecolor=gcol, hatch="//",
+          label="ours: regression-predicted (not fine-tuned here)")
+    labels = labels + [f"{p}\nSLO {s:g} s" for p, s in zip(extra.pair, extra.slo_s)]
+    x = np.arange(len(labels))
+    gt = pd.concat([gt, extra], ignore_index=True)
+    for i, r in gt.iterrows():
+        key = (r.pair, analysis.rank(r.slo_s, slos))
+        b.plot(i - 0.12, PV.TABLE_I_GAIN[key] * 100, **{**plotting.PAPER_STYLE, "label": "paper Table I (bge)"})
+        b.plot(i + 0.12, PV.TABLE_II_GAIN[key] * 100, **{**JINA_STYLE, "label": "paper Table II (jina)"})
+    b.set(xticks=x, xticklabels=labels, ylabel="concurrency gain (%)", title="(b) gain from offload: ours vs paper")
+    plotting.legend_below(fig, ncol=3)
+    cap = ("Tables I/II. (a) Fine-tuned max concurrency (closed loop, all queries of a round within the SLO) with the "
+           f"accelerator alone and with CPU offload (Algorithm 1). {acc_words} The CPU instance is measured. "
+           f"Our SLOs {slos_text(slos)} s stand "
+           "for the paper's 1 s and 2 s. (b) Gain (offload / accelerator only - 1), error bars from the rounds "
+           "(every round met .. any round met); hatched: pairs not fine-tuned in this profile, gain C_CPU/C_acc predicted "
+           "by the regression on measured profiles; paper values (bge Table I, jina Table II) drawn as markers.")
+    return plotting.save(fig, out_png, cap)
+
+
+@figure("table_3", records=("profile", "serving"), title="Table III: queue depth by regression, stress test, fine-tuning")
+def table_3(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
+    prof, serv = data["profile"], data["serving"]
+    dr = analysis.depth_rows(prof, serv)
+    src, acc_words = source_words(prof, serv)
+    slos = sorted(dr.slo_s.unique())
+    pairs = [p for p in dr.pair.unique() if p]
+    cpu = dr[dr.dev == "cpu"].copy()
+    # the CPU is one measured device for every pair: its regression/stress rows carry pair "" -> per pair
+    cpu = pd.concat([cpu[cpu.pair != ""]] + [cpu[cpu.pair == ""].assign(pair=p) for p in pairs], ignore_index=True)
+    dr = pd.concat([dr[dr.dev == "accelerator"], cpu], ignore_index=True)
+    keys = [(p, dev, s) for p in pairs for dev in ("accelerator", "cpu") for s in slos]
+    methods = ["regression", "stress", "fine-tuned"]
+    col = plotting.colors(methods)
+    fig, (a, b, c) = plotting.start(3, w=5.0, h=H)
+    x = np.arange(len(keys))
+    labels = [f"{'acc' if dev == 'accelerator' else 'CPU'} {p.split('-')[0]}\n{s:g} s" for p, dev, s in keys]
+    for j, m in enumerate(methods):
+        vals = [dr[(dr.pair == p) & (dr.dev == dev) & (dr.slo_s == s) & (dr.method == m)].depth.max() for p, dev, s in keys]
+        a.bar(x + (j - 1) * 0.27, vals, 0.27, color=col[m], label=m)
+        pv = [PV.TABLE_III[(p, dev, analysis.rank(s, slos))][m] for p, dev, s in keys]
+        ours_ratio = [v / st if st else np.nan for v, st in zip(vals, [dr[(dr.pair == p) & (dr.dev == dev) & (dr.slo_s == s)
+                                                                          & (dr.method == "stress")].depth.max() for p, dev, s in keys])]
+        paper_ratio = [v / PV.TABLE_III[(p, dev, analysis.rank(s, slos))]["stress"] for v, (p, dev, s) in zip(pv, keys)]
+        if m != "stress":
+            off = -0.2 if m == "regression" else 0.2
+            b.bar(x + off, ours_ratio, 0.38, color=col[m])
+            b.plot(x + off, paper_ratio, **{**plotting.PAPER_STYLE, "label": "paper (Table III)"})
+    b.axhline(1, color="0.5", lw=0.8)
+    for j, m in enumerate(("regression", "stress")):
+        runs = [dr[(dr.pair == p) & (dr.dev == dev) & (dr.slo_s == s) & (dr.method == m)].runs.max() for p, dev, s in keys]
+        c.bar(x + (j - 0.5) * 0.4, runs, 0.4, color=col[m])
+    a.set(xticks=x, xticklabels=labels, ylabel="queue depth (queries)", title="(a) ours: depth per device and SLO")
+    b.set(xticks=x, xticklabels=labels, ylabel="depth / stress-test depth", title="(b) against the stress test")
+    c.set(xticks=x, xticklabels=labels, ylabel="profiling runs (levels measured)", title="(c) runs each method needed")
+    for ax in (a, b, c):
+        ax.tick_params(axis="x", labelsize="x-small")
+    plotting.legend_below(fig, ncol=4)
+    cap = ("Table III. Queue depths per device and SLO from the linear regression (equation 12 fitted to a few "
+           "closed-loop levels), from the stress test (steps of 8 until the SLO fails) and fine-tuned with both "
+           f"devices running (serving step). {acc_words} The accelerator ('acc') is labelled by the pair it stands "
+           "for; the CPU is measured (one CPU here stands for both pairs' CPUs). (b) Ours as a ratio to our "
+           "stress test, paper's ratio to its stress test as markers. (c) Profiling runs (concurrency levels "
+           "measured) each method needed.")
+    return plotting.save(fig, out_png, cap)

@@ -1,0 +1,45 @@
+"""How WindVE's figures (Tables I-III, Figures 4-6 and beyond the paper) name the accelerator and the
+admission in legends and captions, from what the records say (:mod:`..analysis`)."""
+from __future__ import annotations
+
+import pandas as pd
+
+from ...core import plotting
+from .. import analysis
+from .. import paper_values as PV
+
+JINA_STYLE = {**plotting.PAPER_STYLE, "marker": "P", "markersize": 9}
+H = 4.2   # panel height (inches), legend row below included
+
+
+def acc_label(pair: str, prof: pd.DataFrame) -> str:
+    """Legend label of an accelerator series: the measured GPU by name, or the emulated pair's accelerator."""
+    if analysis.source(prof) == "measured":
+        return f"accelerator {analysis.name(prof) or 'GPU'} (measured)"
+    return plotting.label_source(f"accelerator ~{PV.PAIR_NAMES[pair][0]}", "emulated")
+
+
+def phrase(src: str, acc_name: str = "") -> str:
+    """A caption's sentence on the accelerator."""
+    if src == "measured":
+        return (f"The accelerator is MEASURED: {acc_name or 'a CUDA GPU'} beside this CPU (the paper's setting), "
+                "compared with the paper's V100 + Xeon pair.")
+    return ("The accelerator is EMULATED (no GPU, or asked for): its law is this machine's CPU fit times the pair's "
+            "paper ratios; it answers with the real model's embeddings.")
+
+
+def source_words(prof: pd.DataFrame | None, serv: pd.DataFrame | None = None) -> tuple[str, str]:
+    """(source, caption sentence) of the accelerator in these records."""
+    src = analysis.source(*(d for d in (serv, prof) if d is not None))
+    return src, phrase(src, analysis.name(prof) if prof is not None else "")
+
+
+def slos_text(values) -> str:
+    """SLOs for a caption, as plain numbers (never a numpy repr)."""
+    return "[" + ", ".join(f"{float(s):g}" for s in values) + "]"
+
+
+def admission(df: pd.DataFrame) -> str:
+    """How the service admitted requests in these rows (deadline admission for the overload and open loop)."""
+    return ("depth (Algorithm 1) and predicted completion within the SLO" if analysis.admission(df) == "depth+deadline"
+            else "depth only (Algorithm 1)")

@@ -1,0 +1,119 @@
+"""Figures 4-6 of WindVE: closed-loop latency against concurrency per device with the fit of
+equation 12 and the stress tests (Figure 4, Section V-B), the concurrency against query length (Figure 5)
+and the CPU's concurrency against its cores (Figure 6, Section V-D)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ...core import plotting
+from ...core.figures import figure
+from .. import analysis
+from .. import paper_values as PV
+from .labels import H, acc_label, slos_text, source_words
+
+
+@figure("fig4", records=("profile",), title="Figure 4: latency against concurrency, fits and stress tests")
+def fig4(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
+    df = data["profile"]
+    base = df[df.experiment == "base"]
+    rounds = base[(base.kind == "round") & (base.phase == "measured")]
+    fits = base[base.kind == "fit"]
+    acc = analysis.device(df)
+    src, acc_words = source_words(df)
+    devs = [("cpu", "")] + [(acc, p) for p in fits[fits.device == acc].pair.unique()]
+    fig, axes = plotting.start(len(devs) + 1, w=3.9, h=H)
+    slos = sorted(df[df.kind == "depth"].slo_s.unique())
+    col = plotting.colors(["profiled levels", "stress test", "fit"])
+    for ax, (dev, pair) in zip(axes, devs):
+        r = rounds[(rounds.device == dev) & (rounds.pair == pair)]
+        for purpose, mk in (("profile", "o"), ("stress", "^")):
+            g = r[r.purpose == purpose].groupby("concurrency").latency_max_s.median()
+            ax.plot(g.index, g.values, mk, color=col["profiled levels" if purpose == "profile" else "stress test"],
+                    label="profiled levels" if purpose == "profile" else "stress test")
+        f = fits[(fits.device == dev) & (fits.pair == pair)].iloc[0]
+        cmax = max(r.concurrency.max(), 1)
+        cs = np.linspace(0, cmax, 50)
+        ax.plot(cs, f.alpha * cs + f.beta, "-", color=col["fit"], label="fit t = αC + β")
+        for s in slos:
+            ax.axhline(s, ls=":", color="0.4", lw=0.8)
+        name = "CPU instance (measured)" if dev == "cpu" else acc_label(pair, df)
+        ax.set(xlabel="concurrency C", ylabel="latency of the round's slowest query (s)",
+               title=f"{name}\nα={f.alpha * 1e3:.1f} ms, β={f.beta * 1e3:.0f} ms, R²={f.r2:.3f}")
+        ax.title.set_fontsize("small")
+    ax = axes[len(devs)]
+    cpu = fits[(fits.device == "cpu")].iloc[0]
+    x = np.arange(len(devs) - 1)
+    for i, (_, pair) in enumerate(devs[1:]):
+        f = fits[(fits.device == acc) & (fits.pair == pair)].iloc[0]
+        ax.bar(i - 0.2, f.alpha / cpu.alpha, 0.38, color=col["fit"], label=plotting.label_source("ours α_acc/α_CPU", src))
+        ax.bar(i + 0.2, f.beta / cpu.beta if cpu.beta else np.nan, 0.38, color=col["stress test"],
+               label=plotting.label_source("ours β_acc/β_CPU", src))
+        ax.plot(i - 0.2, PV.ALPHA_RATIO[pair], **{**plotting.PAPER_STYLE, "label": "paper (Fig. 4, Sec. V-B)"})
+        ax.plot(i + 0.2, PV.BETA[pair]["accelerator"] / PV.BETA[pair]["cpu"], **plotting.PAPER_STYLE)
+    ax.set(xticks=x, xticklabels=[p for _, p in devs[1:]], ylabel="accelerator / CPU", title="fit coefficients, ratio")
+    plotting.legend_below(fig, ncol=4)
+    cap = ("Figure 4. Closed-loop latency (median over rounds of each round's slowest query) against concurrency per "
+           "device, the linear fit of equation 12 (alpha, beta >= 0) on the profiled levels, the stress-test levels "
+           f"(steps of 8), SLOs {slos_text(slos)} s dotted. {acc_words} "
+           + ("The last panel checks that the measured service keeps the emulated ratios (paper markers) once HTTP "
+              "and queueing are included." if src == "emulated" else
+              "The last panel compares the measured GPU/CPU coefficient ratios with the paper's V100/Xeon ones."))
+    return plotting.save(fig, out_png, cap)
+
+
+@figure("fig5", records=("profile",), title="Figure 5: concurrency against query length")
+def fig5(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
+    prof = data["profile"]
+    d = analysis.regression_depths(prof, "length")
+    src, acc_words = source_words(prof)
+    slos = sorted(d.slo_s.unique())
+    fig, axes = plotting.start(len(slos) + 1, w=4.0, h=H)
+    col = plotting.colors(["original", "additional"])
+    for ax, s in zip(axes, slos):
+        g = d[d.slo_s == s]
+        acc = g[g.device != "cpu"].sort_values("query_tokens")
+        cpu = g[g.device == "cpu"].sort_values("query_tokens")
+        pair = acc.pair.iloc[0] if len(acc) else "v100-xeon"
+        ax.plot(acc.query_tokens, acc.depth, "o-", color=col["original"], label=acc_label(pair, prof) + ": original")
+        ax.plot(cpu.query_tokens, cpu.depth, "s-", color=col["additional"], label="CPU (measured): additional")
+        no = cpu[cpu.cannot_help.astype(bool)]
+        ax.plot(no.query_tokens, no.depth, "x", color="k", ms=9, label="CPU cannot help (eq. 11)")
+        ax.set(xlabel="query length (tokens)", ylabel="concurrency (regression depth)", title=f"SLO {s:g} s")
+    ax = axes[len(slos)]
+    for k, v in PV.FIG5_AT_500.items():
+        ax.plot(k, v, **{**plotting.PAPER_STYLE, "label": "paper: CPU's addition at 500 tokens"})
+    ax.set(xlim=(0.5, 2.5), ylim=(-0.5, 4), xticks=[1, 2], xticklabels=["1 s", "2 s"], xlabel="paper SLO",
+           ylabel="additional concurrency", title="paper (V100 + Xeon, Sec. V-D)")
+    plotting.legend_below(fig, ncol=2)
+    how = ("EMULATED from the CPU fit at each length times the pair's ratios" if src == "emulated"
+           else f"MEASURED on {analysis.name(prof)}")
+    cap = (f"Figure 5. Concurrency against query length: the accelerator alone ('original', {how}) "
+           "and what the CPU adds ('additional', measured), as predicted by "
+           "the regression on closed-loop profiles at each length; x marks where one query on the CPU already misses "
+           "the SLO (equation 11: the CPU cannot help). Right: the values the paper's text gives.")
+    return plotting.save(fig, out_png, cap)
+
+
+@figure("fig6", records=("profile",), title="Figure 6: CPU concurrency against CPU cores")
+def fig6(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
+    d = analysis.regression_depths(data["profile"], "cores")
+    slos = sorted(d.slo_s.unique())
+    fig, (a, b) = plotting.start(2, w=4.4, h=H)
+    col = plotting.colors([f"SLO {s:g} s" for s in slos])
+    for s in slos:
+        g = d[d.slo_s == s].sort_values("cpu_threads")
+        a.plot(g.cpu_threads, g.depth, "o-", color=col[f"SLO {s:g} s"], label=f"CPU (measured), SLO {s:g} s")
+    a.set(xlabel="cores (threads) of the CPU instance", ylabel="CPU concurrency (regression depth)",
+          title="(a) ours: the CPU's addition", xticks=sorted(d.cpu_threads.unique()))
+    for k, v in PV.FIG6_MIN_CORES.items():
+        b.plot(k, v, **{**plotting.PAPER_STYLE, "label": "paper: fewest Xeon cores that add concurrency"})
+    b.set(xlim=(0.5, 2.5), ylim=(0, 50), xticks=[1, 2], xticklabels=["1 s", "2 s"], xlabel="paper SLO",
+          ylabel="cores", title="(b) paper (Sec. V-D)")
+    plotting.legend_below(fig, ncol=2)
+    cap = ("Figure 6. The CPU instance's concurrency (regression depth from closed-loop profiles) against the cores "
+           "(threads, highest core indices first as Section IV-D advises) it uses; this machine has few cores, and "
+           "the framework shares them. Right: the paper's boundary below which the Xeon adds nothing.")
+    return plotting.save(fig, out_png, cap)

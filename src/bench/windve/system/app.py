@@ -1,0 +1,179 @@
+"""The WindVE service's HTTP layer (Figure 3 B's service framework) as an aiohttp app on 127.0.0.1.
+
+aiohttp, because one well-kept asyncio library gives both the server and the load generator's client
+(no ASGI server process model to configure, no second HTTP stack in the measurements).
+
+Endpoints shaped like text-embeddings-inference (TEI), which people already run:
+- ``POST /embed``: ``{"inputs": str | [str], "normalize": true, "truncate": false}`` -> ``[[float]]``;
+- ``POST /v1/embeddings``: OpenAI-compatible (``input``, ``model``, ``encoding_format``);
+- ``GET /health``: 200 once every instance is warm (TEI answers only after its warm-up) and running;
+  503 before (``{"status": "warming"}``), or when an instance stopped or the warm-up failed;
+- ``GET /metrics``: Prometheus text (:mod:`.prometheus`, TEI's names);
+- ``GET /info`` and ``POST /admin/config``: the configuration, and the benchmark control
+  (:meth:`.service.EmbeddingService.reconfigure`; bound to 127.0.0.1 only); after a change the instances
+  warm any new batch size before the answer.
+
+Errors as TEI answers them: 422 for invalid input (empty input, non-string, batch over the client
+limit), 413 for a text beyond the model's max tokens without ``truncate``, 400 for a body that is not
+JSON, 429 with ``Retry-After`` when the queue manager says BUSY (TEI refuses overload at once with
+429: the client may retry elsewhere or later, and no request waits unbounded; ``x-refused-by`` says
+``depth`` or ``deadline``), 503 while not ready. Each answer carries ``x-device``, ``x-source``
+(measured/emulated), queue, compute and dispatch times, and with deadline admission the predicted time.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import time
+
+import numpy as np
+from aiohttp import web
+
+from .encoder import normalize
+from .service import EmbeddingService, RequestError
+
+SERVICE_KEY = web.AppKey("windve_service", EmbeddingService)
+
+
+def _error(exc: RequestError) -> web.Response:
+    return web.json_response({"error": str(exc), "error_type": exc.error_type}, status=exc.status, headers=exc.headers)
+
+
+async def _json_body(request: web.Request) -> dict:
+    try:
+        body = await request.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise RequestError(400, "validation", "request body is not valid JSON") from None
+    if not isinstance(body, dict):
+        raise RequestError(422, "validation", "request body must be a JSON object")
+    return body
+
+
+def _flag(body: dict, key: str, default: bool) -> bool:
+    v = body.get(key, default)
+    if not isinstance(v, bool):
+        raise RequestError(422, "validation", f"`{key}` must be true or false")
+    return v
+
+
+def _gate(svc: EmbeddingService, arrival: float) -> None:
+    """Refuse before reading the body: 503 until ready; 429 at once when no device could take even one
+    query, by depth or by deadline (overload costs little, and a burst's refusals leave the event loop to
+    the accepted requests)."""
+    if not svc.healthy:
+        raise RequestError(503, "unhealthy", svc.warm_error or "model is warming up; retry when /health says ok",
+                           headers={"Retry-After": "1"})
+    if svc.manager.full():
+        raise svc.busy("depth")
+    if svc.manager.slo_s is not None and (reason := svc.manager.refusal(1, arrival)):
+        raise svc.busy(reason)
+
+
+async def _serve(request: web.Request, method: str, answer) -> web.Response:
+    """Count the request once (TEI's request_count, then success or failure) around ``answer``."""
+    arrival = time.perf_counter()
+    svc: EmbeddingService = request.app[SERVICE_KEY]
+    svc.metrics.request(method)
+    try:
+        _gate(svc, arrival)
+        resp = await answer(svc, await _json_body(request), arrival)
+    except RequestError as exc:
+        svc.metrics.failed(exc.status)
+        return _error(exc)
+    except Exception:
+        svc.metrics.failed(500)
+        raise
+    svc.metrics.success.labels(method).inc()
+    return resp
+
+
+async def _embed(svc: EmbeddingService, body: dict, arrival: float) -> web.Response:
+    if "inputs" not in body:
+        raise RequestError(422, "validation", "missing field `inputs`")
+    norm = _flag(body, "normalize", True)
+    truncate = _flag(body, "truncate", False)
+    texts = svc.validate_texts(body["inputs"], "inputs")
+    e = await svc.embed(texts, arrival, truncate)
+    vecs = normalize(e.vectors) if norm else e.vectors
+    resp = web.Response(text=json.dumps(vecs.tolist()), content_type="application/json", headers=e.headers)
+    svc.answered(e)
+    return resp
+
+
+async def _openai(svc: EmbeddingService, body: dict, arrival: float) -> web.Response:
+    if "input" not in body:
+        raise RequestError(422, "validation", "missing field `input`")
+    fmt = body.get("encoding_format", "float")
+    if fmt not in ("float", "base64"):
+        raise RequestError(422, "validation", "`encoding_format` must be 'float' or 'base64'")
+    texts = svc.validate_texts(body["input"], "input")
+    e = await svc.embed(texts, arrival, truncate=False)
+    vecs = normalize(e.vectors).astype(np.float32)
+    tokens = sum(svc.encoder.count_tokens(texts))
+    data = [{"object": "embedding", "index": i,
+             "embedding": base64.b64encode(v.tobytes()).decode() if fmt == "base64" else v.tolist()}
+            for i, v in enumerate(vecs)]
+    out = {"object": "list", "data": data, "model": body.get("model") or svc.encoder.path,
+           "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
+    resp = web.json_response(out, headers=e.headers)
+    svc.answered(e)
+    return resp
+
+
+async def handle_embed(request: web.Request) -> web.Response:
+    return await _serve(request, "embed", _embed)
+
+
+async def handle_openai(request: web.Request) -> web.Response:
+    return await _serve(request, "openai", _openai)
+
+
+async def handle_health(request: web.Request) -> web.Response:
+    svc: EmbeddingService = request.app[SERVICE_KEY]
+    if svc.healthy:
+        return web.json_response({"status": "ok"})
+    if svc.warm_error:
+        return web.json_response({"status": "failed", "error": svc.warm_error, "error_type": "unhealthy"}, status=503)
+    status = "warming" if not svc.ready else "unhealthy"
+    return web.json_response({"status": status, "error_type": "unhealthy"}, status=503)
+
+
+async def handle_metrics(request: web.Request) -> web.Response:
+    svc: EmbeddingService = request.app[SERVICE_KEY]
+    return web.Response(body=svc.metrics.render(), headers={"Content-Type": "text/plain; version=0.0.4"})
+
+
+async def handle_info(request: web.Request) -> web.Response:
+    return web.json_response(request.app[SERVICE_KEY].info())
+
+
+async def handle_admin(request: web.Request) -> web.Response:
+    svc: EmbeddingService = request.app[SERVICE_KEY]
+    try:
+        svc.reconfigure(await _json_body(request))
+    except RequestError as exc:
+        return _error(exc)
+    await svc.warm()   # new batch sizes or CPU cores: warm them before the caller measures
+    return web.json_response(svc.info())
+
+
+def make_app(svc: EmbeddingService) -> web.Application:
+    """The aiohttp application; instances start with the app (warming in the background while /health
+    says 503) and stop with its cleanup."""
+    app = web.Application(client_max_size=8 * 1024 * 1024)
+    app[SERVICE_KEY] = svc
+
+    async def lifecycle(app):
+        await svc.start()
+        svc.start_warmup()
+        yield
+        await svc.stop()
+
+    app.cleanup_ctx.append(lifecycle)
+    app.router.add_post("/embed", handle_embed)
+    app.router.add_post("/v1/embeddings", handle_openai)
+    app.router.add_get("/health", handle_health)
+    app.router.add_get("/metrics", handle_metrics)
+    app.router.add_get("/info", handle_info)
+    app.router.add_post("/admin/config", handle_admin)
+    return app

@@ -1,0 +1,80 @@
+"""Memory accounting: summed PSS over a process tree, checked against /proc/<pid>/smaps_rollup."""
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from bench.loaders.system import footprint
+from bench.loaders.system.errors import ConfigError
+
+
+def _tree_holding_memory(n_children=2, mb=40):
+    """A forked process with ``n_children`` children; every process holds ``mb`` MiB it wrote
+    (private), and the children share the parent's pages until they write (copy on write)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        os.close(r)
+        block = bytearray(os.urandom(1 << 20)) * mb
+        for _ in range(n_children):
+            if os.fork() == 0:
+                mine = bytearray(mb << 20)  # private pages
+                for i in range(0, len(mine), 4096):
+                    mine[i] = 1
+                os.write(w, b"c")
+                time.sleep(60)
+                os._exit(0)
+        os.write(w, b"p")
+        time.sleep(60)
+        del block
+        os._exit(0)
+    os.close(w)
+    got = b""
+    while len(got) < n_children + 1:
+        got += os.read(r, 8)
+    os.close(r)
+    return pid
+
+
+def test_summed_pss_agrees_with_smaps_rollup_within_10_percent():
+    pid = _tree_holding_memory()
+    try:
+        row = footprint.reading([pid], independent=True, per_process=True)
+        assert row["n_procs"] == 3
+        assert row["pss_bytes"] > 100 << 20
+        assert abs(row["pss_bytes"] - row["pss_smaps_bytes"]) <= 0.10 * row["pss_smaps_bytes"]
+        assert footprint.smaps_disagreement(row) <= 0.10
+        assert row["pss_smaps_lo"] <= row["pss_smaps_hi"]
+        # PSS splits shared pages: the sum stays below the summed RSS, which counts them per process
+        assert row["pss_bytes"] < row["rss_bytes"]
+        assert sorted(r for _, r, _, _ in row["procs"]) == ["main", "worker", "worker"]
+    finally:
+        for p in footprint.tree([pid]):
+            p.send_signal(signal.SIGKILL)
+        os.waitpid(pid, 0)
+
+
+def test_sampler_reads_in_the_background():
+    pid = _tree_holding_memory(1, 8)
+    try:
+        with footprint.Sampler([pid], interval_s=0.02, independent_every=2) as s:
+            deadline = time.monotonic() + 10
+            while len(s.samples) < 3 and time.monotonic() < deadline:  # readings are slow on a busy machine
+                time.sleep(0.05)
+        assert len(s.samples) >= 3 and any("pss_smaps_bytes" in x for x in s.samples)
+    finally:
+        for p in footprint.tree([pid]):
+            p.send_signal(signal.SIGKILL)
+        os.waitpid(pid, 0)
+    with pytest.raises(ConfigError):
+        footprint.Sampler([1], interval_s=0)
+
+
+def test_cap_refused_without_root(monkeypatch):
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    assert footprint.cap_available() == (False, "not root")
+    with pytest.raises(ConfigError, match="memory cap requested but unavailable: not root"):
+        footprint.MemoryCap(1 << 30)
