@@ -83,3 +83,10 @@ def test_ledger_puts_paper_claims_first_counts_targets_apart_and_marks_unstable_
 def test_an_interval_without_its_estimate_is_discarded():
     row = claims.claim("s", "c", "x", "1", ours=0.2, ci=(-1.0, -1.0), threshold=0.1)
     assert row.verdict == claims.INCONCLUSIVE and row.ci_low is None and "discarded" in row.reason
+
+
+def test_no_numpy_repr_reaches_a_ledger_cell():
+    """A reason built from numpy scalars (``f"{key}"`` of a groupby key) is written with plain numbers."""
+    c = claims.claim("s", "x", "c", "1", ours=1.0, ci=(1.0, 1.0), threshold=0.5, unit="x", scale="s",
+                     reason=f"worst cell {('v100', np.float64(0.5), np.int64(3))}")
+    assert "np." not in c.reason and "('v100', 0.5, 3)" in c.reason

@@ -1,5 +1,6 @@
-"""Building, saving and loading a faiss IVF-PQ index: the recall chain's system under test, ESPN's candidate
-generator and Chameleon's search configurations all build their indexes here."""
+"""Building, saving and loading a faiss IVF index (PQ-encoded lists, or Flat ones): the recall chain's
+system under test, ESPN's candidate generator (IVF-Flat or IVF-PQ, inner product) and Chameleon's search
+configurations all build their indexes here."""
 from __future__ import annotations
 
 import os
@@ -14,13 +15,18 @@ from ..core.errors import ConfigError
 METRICS = {"l2": faiss.METRIC_L2, "ip": faiss.METRIC_INNER_PRODUCT}
 
 
-def index_factory_string(nlist: int, m: int, nbits: int = 8) -> str:
-    return f"IVF{nlist},PQ{m}x{nbits}"
+ENCODINGS = ("PQ", "Flat")
 
 
-def check_params(dim: int, n_base: int, nlist: int, m: int, nbits: int = 8) -> None:
+def index_factory_string(nlist: int, m: int, nbits: int = 8, encoding: str = "PQ") -> str:
+    return f"IVF{nlist},PQ{m}x{nbits}" if encoding == "PQ" else f"IVF{nlist},Flat"
+
+
+def check_params(dim: int, n_base: int, nlist: int, m: int, nbits: int = 8, encoding: str = "PQ") -> None:
     """Reject parameters faiss would reject later or silently mishandle."""
-    if dim % m:
+    if encoding not in ENCODINGS:
+        raise ConfigError(f"IVF list encoding {encoding!r}: one of {', '.join(ENCODINGS)}")
+    if encoding == "PQ" and dim % m:
         raise ConfigError(f"PQ m={m} does not divide the dimension {dim}")
     if nlist < 1 or nlist > n_base:
         raise ConfigError(f"nlist={nlist} must be between 1 and the base size {n_base}")
@@ -28,21 +34,24 @@ def check_params(dim: int, n_base: int, nlist: int, m: int, nbits: int = 8) -> N
         raise ConfigError(f"nbits={nbits} must be between 1 and 16")
 
 
-def build(base: np.ndarray, nlist: int, m: int, nbits: int = 8, metric: str = "l2",
-          train_size: int | None = None, seed: int = 0, add_block: int = 1 << 18) -> faiss.Index:
-    """Train an ``IVF<nlist>,PQ<m>x<nbits>`` index on a seeded sample of ``base`` and add all of it."""
+def build(base: np.ndarray, nlist: int, m: int = 0, nbits: int = 8, metric: str = "l2",
+          train_size: int | None = None, seed: int = 0, add_block: int = 1 << 18,
+          encoding: str = "PQ") -> faiss.Index:
+    """Train an ``IVF<nlist>,PQ<m>x<nbits>`` (or ``IVF<nlist>,Flat``) index on a seeded sample of ``base``
+    and add all of it."""
     n, d = base.shape
-    check_params(d, n, nlist, m, nbits)
-    index = faiss.index_factory(d, index_factory_string(nlist, m, nbits), METRICS[metric])
+    check_params(d, n, nlist, m, nbits, encoding)
+    index = faiss.index_factory(d, index_factory_string(nlist, m, nbits, encoding), METRICS[metric])
     rng = np.random.default_rng(seed)
     ntrain = min(n, train_size or max(nlist * 39, 256 * 39))
-    sample = np.sort(rng.choice(n, size=ntrain, replace=False))
+    sample = np.sort(rng.choice(n, size=ntrain, replace=False)) if ntrain < n else np.arange(n)
     ivf = faiss.downcast_index(faiss.extract_index_ivf(index))
     ivf.cp.seed = seed  # coarse k-means
-    ivf.pq.cp.seed = seed  # PQ sub-quantizer k-means
-    # faiss trains polysemous codes by default (most of the training time); they only serve
-    # polysemous filtering, which this search does not use.
-    ivf.do_polysemous_training = False
+    if encoding == "PQ":
+        ivf.pq.cp.seed = seed  # PQ sub-quantizer k-means
+        # faiss trains polysemous codes by default (most of the training time); they only serve
+        # polysemous filtering, which this search does not use.
+        ivf.do_polysemous_training = False
     index.train(np.ascontiguousarray(base[sample], dtype=np.float32))
     for i in range(0, n, add_block):
         index.add(np.ascontiguousarray(base[i:i + add_block], dtype=np.float32))

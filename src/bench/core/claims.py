@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
@@ -58,6 +59,11 @@ class Claim:
             raise ValueError(f"{self.claim_id}: unknown verdict {self.verdict!r}; one of {VERDICTS}")
         if self.source not in SOURCES:
             raise ValueError(f"{self.claim_id}: unknown source {self.source!r}; one of {SOURCES}")
+        for name in ("claim", "paper_value", "unit", "scale", "reason"):   # np.float64(0.5) -> 0.5
+            object.__setattr__(self, name, NUMPY_REPR.sub(r"\1", str(getattr(self, name))))
+
+
+NUMPY_REPR = re.compile(r"np\.(?:float|int|uint|bool)\w*\((-?[^()]*)\)")
 
 
 def judge(low: float | None, high: float | None, threshold: float, direction: str = ">=") -> str:

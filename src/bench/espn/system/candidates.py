@@ -32,24 +32,10 @@ def build(cls: np.ndarray, kind: str, nlist: int, m: int = 16, nbits: int = 8, s
     x = np.ascontiguousarray(cls, dtype=np.float32)
     nlist = min(nlist, max(1, x.shape[0] // MIN_POINTS_PER_LIST))
     train = train_size if train_size and train_size < len(x) else len(x)
-    if kind == "ivfpq":
-        return ivf.build(x, nlist, m, nbits, metric, train_size=train, seed=seed)
-    if kind == "ivfflat":
-        return _build_flat(x, nlist, metric, train, seed)
-    raise ValueError(f"index kind must be ivfflat or ivfpq, got {kind!r}")
-
-
-def _build_flat(x: np.ndarray, nlist: int, metric: str, train: int, seed: int) -> faiss.Index:
-    """IVF-Flat, which :func:`bench.ann.ivf.build` (IVF-PQ only) does not make: the factory string with
-    ``Flat`` in place of ``PQ{m}x{nbits}``, the coarse k-means seeded. The training sample keeps ESPN's
-    order (unsorted, so the indexes built before the move are rebuilt bit for bit); the adapter to drop
-    once bench.ann.ivf takes the list encoding as a parameter."""
-    index = faiss.index_factory(x.shape[1], f"IVF{nlist},Flat", ivf.METRICS[metric])
-    faiss.extract_index_ivf(index).cp.seed = seed
-    tr = x if train >= len(x) else x[np.random.default_rng(seed).choice(len(x), train, replace=False)]
-    index.train(tr)
-    index.add(x)
-    return index
+    encoding = {"ivfpq": "PQ", "ivfflat": "Flat"}.get(kind)
+    if encoding is None:
+        raise ValueError(f"index kind must be ivfflat or ivfpq, got {kind!r}")
+    return ivf.build(x, nlist, m, nbits, metric, train_size=train, seed=seed, encoding=encoding)
 
 
 def index_bytes(index: faiss.Index) -> int:
