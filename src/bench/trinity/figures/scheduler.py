@@ -94,8 +94,8 @@ def sched_sweep_fig(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
             _policy_medians(ax, g, "sweep_value", c, col, label=j == 0 and i == 0)
             ax.set(xlabel=PARAM_LABELS.get(name, name), ylabel=ylabel if j == 0 else None)
         axes[0][j].axhspan(0.99, 1.0, color="0.85", zorder=0, lw=0)
-        axes[0][j].set_title(f"{PARAM_LABELS.get(name, name).split(' (')[0]} (load {g.load_frac.iloc[0]:.2f})",
-                             fontsize="small")
+        axes[0][j].set_title(f"{PARAM_LABELS.get(name, name).split(' (')[0]} (offered load "
+                             f"{g.total_load.iloc[0]:.2f}: prefill {g.load_frac.iloc[0]:.2f} + decode)", fontsize="small")
     axes[0][0].set_ylim(0, 1.03)
     axes[1][0].set_ylim(0, max(0.05, float(sw.dec_stall_fraction.max()) * 1.15))
     plotting.legend_below(fig, ncol=5)
