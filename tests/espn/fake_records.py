@@ -107,11 +107,28 @@ def _quality(rng) -> pd.DataFrame:
     return df
 
 
+def _sizes() -> pd.DataFrame:
+    """Sizes as the step writes them: 4000 collection passages of 40 BOW vectors, 28000 records in all."""
+    from bench.espn.steps.sizes import paper_rows
+
+    rows = []
+    for scope, n, tok in (("collection passages", 4000, 160_000), ("all records", 28000, 1_760_000)):
+        rec = n * 5000
+        parts = {"cls": n * 256, "bow": tok * 64, "table_file": rec, "padding": rec - n * 256 - tok * 64}
+        if scope == "all records":
+            parts.update(ann_index=14_700_000, offsets=450_000)
+        rows += [{"scope": scope, "collection": "mm", "part": k, "bytes": float(v), "n_passages": n, "n_tokens": tok,
+                  "n_queries": 50, "bytes_per_passage": v / n, "source": "measured", "where_in_paper": "",
+                  "index": "faiss IVF-Flat, nlist 256" if k == "ann_index" else ""}
+                 for k, v in parts.items()]
+    return pd.DataFrame(rows + paper_rows()).assign(machine_busy=False)
+
+
 def write_all(folder, emulated: str = "ok") -> dict[str, list]:
     """``{kind: [path]}`` for every record kind, in ``folder``."""
     rng = np.random.default_rng(0)
     frames = {"e2e": _e2e(rng, emulated), "batch": _batch(rng), "iops": _iops(), "hitrate": _hitrate(rng),
-              "quality": _quality(rng)}
+              "quality": _quality(rng), "sizes": _sizes()}
     out = {}
     for kind, df in frames.items():
         path = folder / f"{kind}.parquet"

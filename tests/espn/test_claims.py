@@ -14,7 +14,7 @@ from .fake_records import PARAMS_OVERRIDES, write_all
 IDS = {"speedup-vs-mmap", "speedup-vs-ssd-reads", "hit-rate-over-90", "mrr-kept-partial-rerank",
        "batch-threshold-exact", "batch-threshold-partial", "memory-saved", "target-reader-vs-fio",
        "target-within-1.2x-cached", "target-eq4-premise",
-       "target-prefetch-not-slower-than-direct"}
+       "target-prefetch-not-slower-than-direct", "bow-vs-cls-size"}
 
 
 def _rows(tmp_path, emulated):
@@ -37,6 +37,9 @@ def test_rows_and_verdicts(tmp_path, emulated):
     assert rows["hit-rate-over-90"].verdict == core_claims.REPRODUCED  # 0.9 + noise, capped at 1
     assert rows["memory-saved"].ours == pytest.approx(174 / 34, rel=0.01)
     assert rows["speedup-vs-ssd-reads"].source == "emulated"
+    bc = rows["bow-vs-cls-size"]  # 40 BOW vectors of 64 B against one 256-B CLS per passage: 10x, no spread
+    assert bc.ours == bc.ci_low == bc.ci_high == pytest.approx(10.0) and bc.verdict == core_claims.REPRODUCED
+    assert "zero width" in bc.reason and bc.threshold == 7.7
     emu = rows["target-prefetch-not-slower-than-direct-emulated-ssd"]
     if emulated == "ok":
         # direct and direct+prefetch overlap widely per query: a ratio near 1 is within noise

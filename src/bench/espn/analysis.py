@@ -99,3 +99,53 @@ def eq4_table(b: pd.DataFrame, io: pd.DataFrame) -> pd.DataFrame:
                          "max_batch_run": int(dd.batch.max()), "min_batch_run": int(dd.batch.min()),
                          "paper_threshold": PV.BATCH_THRESHOLD_EXACT if mode == "exact" else PV.BATCH_THRESHOLD_PARTIAL})
     return pd.DataFrame(rows)
+
+
+# Table 3 (section 3.1): the sizes records, ours (scopes of the build) and the paper's (collections).
+SIZE_PARTS = {"cls": "CLS (single vector)", "bow": "BOW (multi-vector)", "ann_index": "ANN index",
+              "padding": "block padding", "table_file": "table records on disk", "offsets": "offsets table"}
+
+
+def size_series(df: pd.DataFrame) -> pd.Series:
+    """One name per series: ``ours: <scope>`` for measured rows, the collection for the paper's."""
+    return pd.Series(np.where(df.source == "paper", df.collection, "ours: " + df.scope), index=df.index)
+
+
+def series_order(name: str) -> tuple:
+    """Ours first (the collection's passages, then every record), then the paper's collections."""
+    return (not name.startswith("ours"), name != "ours: collection passages", name)
+
+
+def profile_of(df: pd.DataFrame) -> str:
+    """`` (profile P)`` from a record set's provenance, empty when absent."""
+    p = df.attrs.get("provenance", {}).get("profile")
+    return f" (profile {p})" if p else ""
+
+
+def sizes(df: pd.DataFrame) -> pd.DataFrame:
+    """The sizes rows (ours and the paper's) with ``series``. Our ANN index and offsets table cover every
+    record, so they are rows of the ``all records`` scope only."""
+    df = df[df.source.isin(["measured", "paper"])]
+    return df.assign(series=size_series(df))
+
+
+def bow_cls(df: pd.DataFrame) -> pd.DataFrame:
+    """Per series: BOW over CLS bytes (the same per passage as in total), BOW vectors and tokens per passage
+    (the paper's BOW vectors: its BOW bytes over 32 x 2 B, computed)."""
+    s = sizes(df)
+    w = s.pivot_table(index=["series", "source"], columns="part", values="bytes", aggfunc="first")
+    n = s.groupby(["series", "source"])[["n_passages", "n_tokens"]].first()
+    out = pd.DataFrame({"ratio": w["bow"] / w["cls"], "bow_vectors_per_passage": w["bow"] / 64 / n.n_passages,
+                        "tokens_per_passage": n.n_tokens / n.n_passages, "n_passages": n.n_passages})
+    return out.reset_index()
+
+
+def sizes_totals(df: pd.DataFrame) -> pd.DataFrame:
+    """The totals per series (rows: passages, tokens, queries, then each part's bytes), ours and the paper's."""
+    s = sizes(df)
+    w = s.pivot_table(index="part", columns="series", values="bytes", aggfunc="first")
+    w = w.reindex([p for p in SIZE_PARTS if p in w.index])
+    counts = s.groupby("series")[["n_passages", "n_tokens", "n_queries"]].first().T
+    out = pd.concat([counts, w]).reindex(columns=sorted(w.columns, key=series_order))
+    out.attrs = dict(df.attrs)
+    return out

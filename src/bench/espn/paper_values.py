@@ -59,3 +59,18 @@ ESPN_VS_GDS_ACCESS = (3.9, 6.4)
 
 # Table 1: ColBERTer (dim 32) MS MARCO v1 dev: 18.8 GB index, 51 ms, MRR@10 0.387, R@1k 0.961.
 COLBERTER_R1000 = 0.961
+
+# Table 3 (section 3.1, "Index breakdown in ColBERTer"): uncompressed, unquantised 16-bit vectors; the CLS
+# part is one 128-d vector per passage, the BOW part 32-d vectors per token. Sizes as printed ("GB"); the
+# counts as printed (8.8M, 597.9M, 138.4M, 9.4B). Section 5.1 gives the candidate-generation indexes:
+# faiss IVF-Flat 4.3 GB (v1), IVF-PQ (m=128, nbits=8) 17.5 GB (v2).
+TABLE3_WHERE = "Table 3 (section 3.1)"
+ANN_WHERE = "section 5.1 (Datasets)"
+TABLE3 = {
+    # collection: (passages, tokens, queries, CLS GB, BOW GB, ANN index GB, ANN index kind)
+    "MS MARCO v1": (8.8e6, 597.9e6, 6980, 2.1, 16.8, 4.3, "IVF-Flat"),
+    "MS MARCO v2": (138.4e6, 9.4e9, 3903, 34.6, 255.4, 17.5, "IVF-PQ m=128, nbits=8"),
+}
+# Section 3.1: "The single vector representation (CLS vector) is much smaller (7.7x uncompressed) than
+# the multi-vector representation (BOW vector)".
+BOW_VS_CLS = 7.7
