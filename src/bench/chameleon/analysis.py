@@ -116,3 +116,55 @@ def our_ratios(ralm: pd.DataFrame, search: pd.DataFrame, datasets: dict) -> pd.D
             rows.append({"model": r.model, "interval": int(r.interval), "search": q.config, "source": q.source,
                          "ratio": q.qps / demand})
     return pd.DataFrame(rows)
+
+
+def interval_slots(ralm: pd.DataFrame) -> pd.DataFrame:
+    """One row per model x retrieval interval in the records: whether any configuration ran there, and
+    when none did, the records' own reason(s) (the ``why`` of its not_run rows)."""
+    rows = []
+    for (m, i), g in ralm.groupby(["model", "interval"]):
+        ran = bool(((g.source != "not_run") & (g.step >= 0)).any())
+        whys = [] if ran else sorted(set(g.loc[g.source == "not_run", "why"].dropna().astype(str)))
+        rows.append({"model": m, "interval": int(i), "size": model_size(m), "ran": ran, "why": "; ".join(whys)})
+    return pd.DataFrame(rows, columns=["model", "interval", "size", "ran", "why"])
+
+
+def configs_not_run(ralm: pd.DataFrame) -> pd.DataFrame:
+    """The configurations that did not run in a slot where others did (e.g. CUDA ones), with the reason."""
+    slots = interval_slots(ralm)
+    ran = set(zip(slots[slots.ran].model, slots[slots.ran].interval))
+    nr = ralm[ralm.source == "not_run"]
+    keep = [(m, int(i)) in ran for m, i in zip(nr.model, nr.interval)]
+    return nr[keep][["model", "interval", "config", "why"]].drop_duplicates()
+
+
+# --------------------------------------------------------------------------- Tables 2, 3: what ran
+TABLE2_ORDER = ("Dec-S", "Dec-L", "EncDec-S", "EncDec-L")
+
+
+def ralm_models(ralm: pd.DataFrame) -> pd.DataFrame:
+    """Our RALM models as they ran (Table 2's columns), from the ralm records' provenance (shape, parameter
+    count, intervals, K, vocabulary, sequence length, dataset); records without it: their rows' columns."""
+    info = ralm.attrs.get("provenance", {}).get("ralm_models")
+    if info:
+        df = pd.DataFrame([{"model": m, **v} for m, v in info.items()])
+    else:
+        d = ralm[ralm.source != "not_run"]
+        df = d.groupby("model").agg(d_model=("d_model", "first"), layers=("layers", "first"),
+                                    dataset=("dataset", "first"),
+                                    intervals=("interval", lambda s: sorted({int(v) for v in s}))).reset_index()
+    order = {m: i for i, m in enumerate(TABLE2_ORDER)}
+    return df.sort_values("model", key=lambda s: s.map(lambda m: order.get(m, 99))).reset_index(drop=True)
+
+
+def search_datasets(search: pd.DataFrame) -> pd.DataFrame:
+    """Our vector datasets as they were searched (Table 3's columns), from the search records' rows: vectors,
+    dimension (where recorded), PQ m, nlist, nprobe, K; raw-vector and PQ-code + id sizes computed from them
+    (n x D x 4 bytes; n x (m + 8) bytes, as the paper's Table 3 sizes are)."""
+    cols = [c for c in ("n_base", "dim", "m", "nlist", "nprobe", "k") if c in search]
+    df = search[search.source != "not_run"].groupby("dataset")[cols].first().reset_index()
+    if "dim" not in df:
+        df["dim"] = float("nan")
+    df["raw_mb"] = df.n_base * df.dim * 4 / 1e6
+    df["pq_mb"] = df.n_base * (df.m + 8) / 1e6
+    return df

@@ -86,3 +86,50 @@ def energy() -> pd.DataFrame:
 
 def paper_dataset(name: str) -> str | None:
     return DATASET_MAP.get(name, (None,))[0]
+
+
+# --------------------------------------------------------------------------- Tables 2, 3, 4 (section 6)
+# Table 2 ("Decoder-only and encoder-decoder RALMs for evaluation", section 6.1 "LM models"): hidden
+# dimension, decoder layers (EncDec: a 2-layer encoder + this decoder), heads, parameters (millions),
+# retrieval interval(s), K results per retrieval. The same paragraph: vocabulary 50K, 512 tokens per sequence.
+TABLE2_WHERE = "Table 2 and section 6.1 'LM models'"
+TABLE2 = {
+    "Dec-S": {"d_model": 512, "layers": 24, "enc_layers": 0, "heads": 8, "params_m": 101, "intervals": (1,), "k": 100},
+    "Dec-L": {"d_model": 1024, "layers": 96, "enc_layers": 0, "heads": 16, "params_m": 1259, "intervals": (1,), "k": 100},
+    "EncDec-S": {"d_model": 512, "layers": 24, "enc_layers": 2, "heads": 8, "params_m": 158, "intervals": (8, 64, 512),
+                 "k": 10},
+    "EncDec-L": {"d_model": 1024, "layers": 96, "enc_layers": 2, "heads": 16, "params_m": 1738,
+                 "intervals": (8, 64, 512), "k": 10},
+}
+LM_VOCAB, LM_SEQ_TOKENS = 50_000, 512
+# The dataset each RALM model size retrieves from (section 6.1 "Vector datasets": SYN-512 / SYN-1024).
+RALM_DATASET = {"S": "SYN-512", "L": "SYN-1024"}
+
+# Table 3 ("The vector datasets in the evaluation", section 6.1): vectors, dimension, PQ m, nlist, raw
+# vectors (GB), PQ codes and vector ids (GB). nprobe 32 and K 100 from the "Vector datasets" paragraph.
+TABLE3_WHERE = "Table 3 and section 6.1 'Vector datasets' (nprobe 32, K 100)"
+TABLE3 = {
+    "Deep": {"n": 1e9, "dim": 96, "m": 16, "nlist": 32768, "raw_gb": 384, "pq_gb": 24},
+    "SIFT": {"n": 1e9, "dim": 128, "m": 16, "nlist": 32768, "raw_gb": 512, "pq_gb": 24},
+    "SYN-512": {"n": 1e9, "dim": 512, "m": 32, "nlist": 32768, "raw_gb": 4096, "pq_gb": 40},
+    "SYN-1024": {"n": 1e9, "dim": 1024, "m": 64, "nlist": 32768, "raw_gb": 8192, "pq_gb": 72},
+}
+# Our dataset name -> its Table 3 column.
+TABLE3_OF = {"deep-like": "Deep", "sift-like": "SIFT", "syn-512": "SYN-512", "syn-1024": "SYN-1024"}
+
+# Table 4 ("The retrieval accelerator consumes little FPGA resources", section 6.2): share of an AMD Alveo
+# U250's resources per dataset's build; the device totals from the paragraph "Resource and energy consumption".
+TABLE4_WHERE = "Table 4 and section 6.2 'Resource and energy consumption'"
+TABLE4_RESOURCES = ("LUT", "FF", "BRAM", "URAM", "DSP")
+TABLE4 = {
+    "SIFT": (25.3, 16.2, 13.7, 4.4, 12.2),
+    "Deep": (23.7, 15.4, 13.0, 4.4, 10.4),
+    "SYN-512": (23.2, 15.5, 23.2, 4.4, 8.4),
+    "SYN-1024": (28.0, 19.0, 35.7, 4.4, 11.9),
+}
+U250_TOTALS = {"LUT": "1.4M", "FF": "2.9M", "BRAM": "2.1K", "URAM": "1.3K", "DSP": "12K"}
+
+
+def table2_intervals(model: str) -> tuple[int, ...]:
+    """The retrieval intervals the paper ran for a model of Table 2 (none for another name)."""
+    return tuple(TABLE2.get(model, {}).get("intervals", ()))

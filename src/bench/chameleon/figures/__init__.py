@@ -9,9 +9,9 @@ from ...core.figures import Registry
 # What each figure shows, for the report (the caption the figure writes adds the run's details).
 DESCRIPTIONS = {
     "fig10": (
-        "Figure 10 of Chameleon: RALM per-step latency over generation steps by model and retrieval "
-        "interval (ours, scaled models); last panel: step latency over inference only, ours beside the "
-        "authors' per configuration."
+        "Figure 10 of Chameleon: RALM per-step latency over generation steps and its distribution, by "
+        "model and retrieval interval (the paper's 1, 8, 64, 512 and ours; ours scaled models; an interval "
+        "not run says why); last panel: step latency over inference only, ours beside the authors'."
     ),
     "fig11": (
         "Figure 11 of Chameleon: RALM throughput (tokens/s, ours) and tokens/s over inference only, ours "
@@ -50,6 +50,13 @@ DESCRIPTIONS = {
     "table5": (
         "Table 5 of Chameleon as ratios: energy efficiency of ChamVS over the CPU, ours (modelled where "
         "no power counter is readable) beside the paper's."
+    ),
+    "tables23": (
+        "Tables 2 and 3 of Chameleon beside ours: the RALM models and vector datasets as our run used them "
+        "(from the records), each next to the paper's full-size values, with the scales stated."
+    ),
+    "table4": (
+        "Table 4 of Chameleon (FPGA resources): the paper's values; ours not run (needs an FPGA)."
     ),
     "throughput": (
         "Vector-search throughput (queries/s, ours) and speed-up over CPU, ours beside the authors' (1B "

@@ -17,8 +17,14 @@ COMPUTED_LABEL = "computed from the authors' archived data"
 
 
 def not_run_text(df: pd.DataFrame, col: str = "config") -> str:
-    nr = sorted(df.loc[df.source == "not_run", col].astype(str).unique()) if "source" in df else []
-    return f"Not run: {', '.join(nr)} (no CUDA on this machine)." if nr else ""
+    """"Not run: a, b (the records' reason)." per reason; the CUDA reason when the records give none."""
+    d = df[df.source == "not_run"] if "source" in df else df.iloc[:0]
+    if "source" in df and "why" not in df:
+        d = d.assign(why="no CUDA on this machine")
+    if not len(d):
+        return ""
+    d = d.assign(why=d.why.fillna("no reason recorded").astype(str))
+    return " ".join(f"Not run: {', '.join(sorted(g[col].astype(str).unique()))}: {why}." for why, g in d.groupby("why"))
 
 
 def label(name: str, source: str) -> str:

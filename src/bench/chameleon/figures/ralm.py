@@ -5,7 +5,7 @@ never on one absolute axis; Figure 12's values from the authors' data are comput
 labelled so."""
 from __future__ import annotations
 
-import math
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -48,12 +48,32 @@ def _paper_ratio(metric: str, batch: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _ratio_panel(ax, ours: pd.DataFrame, paper: pd.DataFrame, col: dict, ylabel: str, steps: int | None = None) -> None:
+def _cats(*frames) -> list[str]:
+    """The model / interval categories of any number of tables, by model then interval."""
+    cats = {_cat(m, i) for f in frames for m, i in zip(f.model, f.interval)}
+    return sorted(cats, key=lambda c: (c.split("\n")[0], int(c.split()[-1])))
+
+
+def not_run_reasons(slots: pd.DataFrame) -> str:
+    """The records' reasons for the model / interval slots that did not run, one line per reason."""
+    nr = slots[~slots.ran].sort_values(["interval", "model"])
+    lines = [f"{', '.join(g.model + ' int ' + g.interval.astype(str))} - {why}"
+             for why, g in sorted(nr.groupby("why"), key=lambda kv: kv[1].interval.min())]
+    return "\n".join(_wrap(line, 150) for line in lines)
+
+
+def _slot_text(recorded: bool, reasons_below: bool = True) -> str:
+    """What an empty model / interval slot says: not run, and where its records' reason is."""
+    if not recorded:
+        return "not run\nhere"
+    return "not run\n(reason\nbelow)" if reasons_below else "not run\n(see its\npanel)"
+
+
+def _ratio_panel(ax, ours: pd.DataFrame, paper: pd.DataFrame, col: dict, ylabel: str, slots: pd.DataFrame,
+                 reasons_below: bool = True) -> None:
     """Ours (dots, per config) and the authors' (markers, just right of ours) ratios to inference only, per
-    model / interval; a slot the paper has and we did not run says why."""
-    cats = sorted({_cat(m, i) for m, i in zip(ours.model, ours.interval)} | {_cat(m, i) for m, i in
-                                                                             zip(paper.model, paper.interval)},
-                  key=lambda c: (c.split("\n")[0], int(c.split()[-1])))
+    model / interval; a slot the paper has and we did not run says so, with the records' reason."""
+    cats = _cats(ours, paper, slots)
     labs = sorted(ours.label.unique())
     w = 0.8 / max(len(labs), 1)
     for j, lab in enumerate(labs):
@@ -67,14 +87,17 @@ def _ratio_panel(ax, ours: pd.DataFrame, paper: pd.DataFrame, col: dict, ylabel:
         paper_point(ax, [cats.index(_cat(m, i)) + off for m, i in zip(p.model, p.interval)], p.ratio,
                     f"{'CPU' if cfg == 'cpu' else 'FPGA-GPU'} retrieval (full-size models, RTX 3090)", mk)
     have = {_cat(m, i) for m, i in zip(ours.model, ours.interval)}
+    recorded = {_cat(m, i) for m, i in zip(slots.model, slots.interval)}
     for k, c in enumerate(cats):
         if c not in have:
-            why = f"not run:\n{steps}-step\nsequences" if steps else "not run here"
-            ax.text(k, 0.03, why, ha="center", va="bottom", fontsize="x-small", color="0.3",
+            why = _slot_text(c in recorded, reasons_below)
+            ax.text(k, 0.97, why, ha="center", va="top", fontsize="x-small", color="0.3",
                     transform=ax.get_xaxis_transform())
     ax.axhline(1, color="grey", lw=0.8)
     ax.set_xticks(range(len(cats)), cats, fontsize="small")
     ax.set(ylabel=ylabel, ylim=(0, None))
+    if reasons_below and (~slots.ran).any():
+        ax.set_xlabel("not run, the records' reasons:\n" + not_run_reasons(slots), fontsize="x-small")
 
 
 def _step_ratios(d: pd.DataFrame) -> pd.DataFrame:
@@ -86,23 +109,79 @@ def _step_ratios(d: pd.DataFrame) -> pd.DataFrame:
     return med
 
 
-def _fig10_grid(n_panels: int, ncol: int = 3):
-    """(fig, one axis per model x interval panel, the ratio axis spanning the last row)."""
-    nrow = math.ceil(n_panels / ncol)
-    fig, axes = plotting.start(ncol, nrow + 1, w=4.2, h=(3.0 * nrow + 4.2) / (nrow + 1),
-                               gridspec_kw={"height_ratios": [1] * nrow + [1.3]})
-    for ax in axes[n_panels:]:
+def _fig10_rows(slots: pd.DataFrame) -> list[tuple]:
+    """The paper's layout: one row per retrieval interval, the small model left and the large right."""
+    rows = []
+    for i in sorted(slots.interval.unique()):
+        at = slots[slots.interval == i]
+        s, l_ = list(at[at["size"] == "S"].itertuples()), list(at[at["size"] == "L"].itertuples())
+        rows += [(s[k] if k < len(s) else None, l_[k] if k < len(l_) else None) for k in range(max(len(s), len(l_)))]
+    return rows
+
+
+def _fig10_grid(n_rows: int):
+    """(fig, per row [trace S, distribution S, trace L, distribution L], the ratio axis spanning the last row)."""
+    fig, axes = plotting.start(4, n_rows + 1, w=3.1, h=2.5,
+                               gridspec_kw={"width_ratios": [2.2, 1, 2.2, 1], "height_ratios": [1] * n_rows + [1.6]})
+    for ax in axes[-4:]:
         ax.remove()
-    return fig, axes[:n_panels], fig.add_subplot(axes[0].get_gridspec()[nrow, :])
+    return fig, [axes[4 * r:4 * r + 4] for r in range(n_rows)], fig.add_subplot(axes[0].get_gridspec()[n_rows, :])
+
+
+def _wrap(text: str, width: int = 48) -> str:
+    return "\n".join(textwrap.wrap(text, width))
+
+
+def _fig10_slot(tr, dist, slot, d: pd.DataFrame, col: dict, nr: pd.DataFrame) -> None:
+    """One model x interval: latency over generation steps (rep 0) and its distribution (all repeats) per
+    configuration; a slot with no rows says "not run" and the records' reason."""
+    if slot is None:
+        tr.remove()
+        dist.remove()
+        return
+    tr.set_title(f"{slot.model}, interval {slot.interval}", fontsize="small")
+    if not slot.ran:
+        plotting.not_run(tr, _wrap(slot.why or "no rows in the records"))
+        dist.set_axis_off()
+        return
+    g = d[(d.model == slot.model) & (d.interval == slot.interval)]
+    labs = sorted(g.label.unique())
+    for lab in labs:
+        s = g[(g.label == lab) & (g.rep == 0)]
+        tr.plot(s.step, s.step_s * 1e3, color=col[lab], lw=1, label=lab)
+    vals = [g[g.label == lab].step_s.to_numpy() * 1e3 for lab in labs]
+    bp = dist.boxplot(vals, whis=(5, 95), widths=0.6, showfliers=True, flierprops={"markersize": 3})
+    for k, lab in enumerate(labs):
+        for part in ("boxes", "medians"):
+            bp[part][k].set_color(col[lab])
+        for part in ("whiskers", "caps"):
+            for line in bp[part][2 * k:2 * k + 2]:
+                line.set_color(col[lab])
+        bp["fliers"][k].set_markeredgecolor(col[lab])
+    dist.set_xticks([])
+    miss = nr[(nr.model == slot.model) & (nr.interval == slot.interval)]
+    if len(miss):
+        dist.set_xlabel(_wrap("not run: " + ", ".join(sorted(miss.config.unique())), 22), fontsize="x-small")
+    for ax in (tr, dist):
+        ax.set_yscale("log")
+        plain_log_ticks(ax.yaxis)
+    dist.sharey(tr)
+    dist.tick_params(labelleft=False)
+    dist.set_title("distribution", fontsize="x-small")
+    tr.set_xlabel("generation step", fontsize="small")
+    tr.set_ylabel("ms per step", fontsize="small")
 
 
 FIG10_CAPTION = (
-    "Figure 10 (reproduced): RALM per-token-step latency over generation steps (batch 1), per model and retrieval "
-    "interval, ours: random-weight models scaled by the profile (layers {layers}, d_model as Table 2) on this CPU; "
-    "'none' = inference only, fpga-* retrieval modelled. Last panel: median step latency over inference only, "
-    "ours (dots) and the authors' per configuration (markers: their CPU baseline, 8 cores for S / 16 for L, and "
-    "FPGA-GPU; full-size models on an RTX 3090, 512 steps; intervals they ran), the paper's values drawn as "
-    "ratios because the scales differ. {not_run} {where}.")
+    "Figure 10 (reproduced): RALM per-token-step latency over generation steps (left of each pair, repeat 0) "
+    "and its distribution (right: box = quartiles, whiskers 5-95%, points beyond; all repeats), batch 1, one row "
+    "per retrieval interval (the paper's 1, 8, 64, 512 and any other the profile ran), small models left and "
+    "large right as in the paper; ours: random-weight models scaled by the profile (layers {layers}, d_model as "
+    "Table 2) on this CPU, {steps} generated steps per sequence (the paper: 512); 'none' = inference only, "
+    "fpga-* retrieval modelled. A pair with no rows says 'not run' and the records' own reason. Last panel: "
+    "median step latency over inference only, ours (dots) and the authors' per configuration (markers: their "
+    "CPU baseline, 8 cores for S / 16 for L, and FPGA-GPU; full-size models on an RTX 3090, 512 steps), the "
+    "paper's values drawn as ratios because the scales differ. {not_run} {where}.")
 
 
 @figure("fig10", records=("ralm",), title="Figure 10: RALM latency per generation step")
@@ -112,23 +191,20 @@ def fig10(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     d = df[(df.source != "not_run") & (df.batch_size == 1)].copy()
     d["label"] = [label(c, s) for c, s in zip(d.config, d.source)]
     col = plotting.colors(d.label)
-    panels = list(d.groupby(["model", "interval"]).groups)
-    ncol = 3
-    fig, axes, rat = _fig10_grid(len(panels), ncol)
-    for i, (ax, (mname, interval)) in enumerate(zip(axes, panels)):
-        g = d[(d.model == mname) & (d.interval == interval) & (d.rep == 0)]
-        for lab, s in g.groupby("label"):
-            ax.plot(s.step, s.step_s * 1e3, color=col[lab], lw=1, label=lab)
-        ax.set(yscale="log", title=f"{mname}, interval {interval} (ours)", xlabel="generation step")
-        plain_log_ticks(ax.yaxis)
-        if i % ncol == 0:
-            ax.set_ylabel("latency per step (ms)")
+    slots, nr = analysis.interval_slots(df), analysis.configs_not_run(df)
+    rows = _fig10_rows(slots)
+    fig, grid, rat = _fig10_grid(len(rows))
+    for (s_slot, l_slot), (tr_s, di_s, tr_l, di_l) in zip(rows, grid):
+        _fig10_slot(tr_s, di_s, s_slot, d, col, nr)
+        _fig10_slot(tr_l, di_l, l_slot, d, col, nr)
+    steps = int(d.step.max()) + 1 if len(d) else None
     _ratio_panel(rat, _step_ratios(d), _paper_ratio("median_step_ms", "one"), col,
-                 "median step latency / inference only", steps=int(d.step.max()) + 1)
+                 "median step latency / inference only", slots, reasons_below=False)
     rat.set_title("retrieval's cost: ours vs paper (batch 1)", fontsize="small")
     plotting.legend_below(fig, ncol=3)
     layers = ", ".join(str(int(v)) for v in sorted(d.layers.dropna().unique()))
-    return plotting.save(fig, out_png, FIG10_CAPTION.format(layers=layers, not_run=not_run_text(df), where=where(prov)))
+    cfg_nr = not_run_text(analysis.configs_not_run(df).assign(source="not_run"))
+    return plotting.save(fig, out_png, FIG10_CAPTION.format(layers=layers, steps=steps, not_run=cfg_nr, where=where(prov)))
 
 
 @figure("fig11", records=("ralm",), title="Figure 11: RALM throughput")
@@ -138,22 +214,27 @@ def fig11(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     t = analysis.throughput_batch(analysis.tokens_per_s(df)).copy()
     t["label"] = [label(c, s) for c, s in zip(t.config, t.source)]
     col = plotting.colors(t.label)
-    fig, (a1, a2) = plotting.start(1, 2, w=12, h=4.25)
-    cats = sorted({_cat(m, i) for m, i in zip(t.model, t.interval)}, key=lambda c: (c.split("\n")[0], int(c.split()[-1])))
+    slots, paper = analysis.interval_slots(df), _paper_ratio("median_tokens_per_s", "max")
+    fig, (a1, a2) = plotting.start(1, 2, w=12, h=4.6)
+    cats = _cats(t, slots, paper)
     labs = sorted(t.label.unique())
-    w = 0.8 / len(labs)
+    w = 0.8 / max(len(labs), 1)
     for j, lab in enumerate(labs):
         g = t[t.label == lab]
         log_dots(a1, [cats.index(_cat(m, i)) + (j - (len(labs) - 1) / 2) * w for m, i in zip(g.model, g.interval)],
                  g.tokens_per_s, color=col[lab], label=lab)
+    recorded = {_cat(m, i) for m, i in zip(slots.model, slots.interval)}
+    for k, c in enumerate(cats):
+        if c not in {_cat(m, i) for m, i in zip(t.model, t.interval)}:
+            a1.text(k, 0.5, _slot_text(c in recorded), ha="center", va="center", fontsize="x-small", color="0.3",
+                    transform=a1.get_xaxis_transform())
     a1.set_xticks(range(len(cats)), cats, fontsize="small")
+    a1.set_xlim(-0.5, len(cats) - 0.5)
     a1.set(ylabel="tokens/s (median of repeats)", title="ours: scaled models on this CPU")
     none = t[t.config == "none"].set_index(["model", "interval"]).tokens_per_s
     r = t[t.config != "none"].copy()
     r["ratio"] = [x.tokens_per_s / none.get((x.model, x.interval), np.nan) for x in r.itertuples()]
-    d = df[(df.source != "not_run") & (df.step >= 0)]
-    _ratio_panel(a2, r, _paper_ratio("median_tokens_per_s", "max"), col, "tokens/s / inference only",
-                 steps=int(d.step.max()) + 1 if len(d) else None)
+    _ratio_panel(a2, r, paper, col, "tokens/s / inference only", slots)
     a2.set_title("retrieval's cost: ours vs paper (throughput batch)", fontsize="small")
     plotting.legend_below(fig, ncol=3)
     return plotting.save(fig, out_png, _fig11_caption(t, df, prov))
@@ -166,7 +247,9 @@ def _fig11_caption(t: pd.DataFrame, df: pd.DataFrame, prov: dict) -> str:
             f"retrieval interval. Top: ours in tokens/s (random-weight models scaled by the profile, on this CPU; "
             f"fpga-* retrieval modelled). Bottom: tokens/s over inference only, ours (dots) and the authors' per "
             f"configuration (markers; full-size models on an RTX 3090 at batch 64 (S) / 8 (L), "
-            f"{pr.median_tokens_per_s.min():.1f}-{pr.median_tokens_per_s.max():.0f} tokens/s). {not_run_text(df)} "
+            f"{pr.median_tokens_per_s.min():.1f}-{pr.median_tokens_per_s.max():.0f} tokens/s). An interval not run "
+            f"says so, with the records' reason under the bottom panel. "
+            f"{not_run_text(analysis.configs_not_run(df).assign(source='not_run'))} "
             f"{where(prov)}.")
 
 

@@ -14,6 +14,7 @@ from ...core.errors import ConfigError
 from ...core.step import Context, Result
 from ...core.study import step
 from ...data import prepared
+from .. import paper_values
 from ..params import LM, Params, Ralm
 from ..system import backends, pqscan
 from ..system import ralm as R
@@ -63,8 +64,38 @@ def _runs(spec, model_, cfg, cname: str, lm: LM, size: str, rp: Ralm, corpus: Co
     return rows
 
 
-def _model_rows(ctx: Context, mname: str, lm: LM, corpus: Corpus) -> list[dict]:
-    """One model: inference only (config 'none'), then each configuration of ``ralm.configs``."""
+def interval_why(interval: int, lm: LM, rp: Ralm) -> str:
+    """Why one of the paper's intervals for a model (Table 2) is not in this profile's run."""
+    n = rp.seq_len - 1
+    if interval > n // 2:
+        return (f"interval {interval}: this profile generates {n} steps per sequence (ralm.seq_len "
+                f"{rp.seq_len}), too few for more than one retrieval; the paper generates "
+                f"{paper_values.LM_SEQ_TOKENS} tokens per sequence")
+    return f"interval {interval} not in this profile's intervals {list(lm.intervals)}"
+
+
+def _missing_intervals(mname: str, lm: LM, rp: Ralm, configs) -> list[dict]:
+    """not_run rows for the paper's intervals of this model (Table 2) that the profile leaves out."""
+    rows = []
+    for interval in paper_values.table2_intervals(mname):
+        if interval in lm.intervals:
+            continue
+        why = interval_why(interval, lm, rp)
+        rows += [{"model": mname, "config": c, "interval": interval, "batch_size": 0, "rep": 0, "step": -1,
+                  "source": "not_run", "note": why, "why": why} for c in ["none", *configs]]
+    return rows
+
+
+def _model_info(spec: R.LMSpec, model_, lm: LM, rp: Ralm, corpus: Corpus) -> dict:
+    """What ran for one model (provenance): its shape, parameter count and retrieval settings."""
+    return {"arch": spec.arch, "d_model": spec.d_model, "layers": spec.layers, "enc_layers": spec.enc_layers,
+            "heads": spec.heads, "params": int(sum(t.numel() for t in model_.parameters())), "k": spec.k,
+            "intervals": list(lm.intervals), "vocab": spec.vocab, "seq_len": rp.seq_len,
+            "retrieved_tokens": spec.retrieved_tokens, "dataset": corpus.name}
+
+
+def _model_rows(ctx: Context, mname: str, lm: LM, corpus: Corpus) -> tuple[list[dict], dict]:
+    """One model: inference only (config 'none'), then each configuration of ``ralm.configs``; and what ran."""
     p: Params = ctx.params
     size = "S" if mname.endswith("-S") else "L"
     ivf = pqscan.ivfpq_of(corpus.index)
@@ -82,16 +113,24 @@ def _model_rows(ctx: Context, mname: str, lm: LM, corpus: Corpus) -> list[dict]:
                       "step": -1, "source": "not_run", "note": why, "why": why} for interval in lm.intervals]
             continue
         rows += _runs(spec, model_, cfg, cname, lm, size, p.ralm, corpus, ctx.seed)
-    return rows
+    rows += _missing_intervals(mname, lm, p.ralm, p.ralm.configs)
+    return rows, _model_info(spec, model_, lm, p.ralm, corpus)
+
+
+def _corpus_info(corpus: Corpus, p: Params) -> dict:
+    ivf = pqscan.ivfpq_of(corpus.index)
+    return {"dataset": corpus.name, "n_base": int(corpus.index.ntotal), "dim": int(ivf.d), "m": int(ivf.pq.M),
+            "nlist": int(ivf.nlist), "nprobe": p.nprobe}
 
 
 @step("ralm", needs=("manifest_*", "index_*"))
 def ralm(ctx: Context) -> Result:
     rp = ctx.params.ralm
     loaded = _load_sizes(ctx)
-    rows = []
+    rows, models = [], {}
     for mname, lm in rp.models.items():
-        rows += _model_rows(ctx, mname, lm, loaded["S" if mname.endswith("-S") else "L"])
+        r, models[mname] = _model_rows(ctx, mname, lm, loaded["S" if mname.endswith("-S") else "L"])
+        rows += r
     df = pd.DataFrame(rows)
     ok = df[df.source != "not_run"]
     summary = records.summarize_runs(ok, ["model", "config", "interval", "batch_size"], "step_s")
@@ -100,4 +139,7 @@ def ralm(ctx: Context) -> Result:
         method=f"RALM generation with random-weight torch models (KV cache), {rp.seq_len} steps, batch 1 "
                f"(latency) and the profile's throughput batch; per step: retrieval seconds (measured, or "
                f"MODELLED for fpga-* configs: measured index scan + node model) plus measured inference "
-               f"seconds; config 'none' = inference only. Layers and sequence length scaled by the profile.")
+               f"seconds; config 'none' = inference only. Layers and sequence length scaled by the profile. The "
+               f"paper's intervals (Table 2) that the profile leaves out are not_run rows saying why.",
+        provenance={"ralm_models": models,
+                    "ralm_datasets": {s: _corpus_info(c, ctx.params) for s, c in loaded.items()}})

@@ -96,7 +96,7 @@ def search(ctx: Context) -> Result:
     ivf = pqscan.ivfpq_of(idx)
     node, host = fpga_node(p.fpga, ivf.pq.M), host_path(p.fpga)
     base = {"dataset": dataset, "paper_dataset": paper_values.paper_dataset(dataset), "n_base": int(idx.ntotal),
-            "nlist": ivf.nlist, "m": ivf.pq.M, "nprobe": p.nprobe, "k": p.k, "threads": ctx.threads}
+            "dim": int(ivf.d), "nlist": ivf.nlist, "m": ivf.pq.M, "nprobe": p.nprobe, "k": p.k, "threads": ctx.threads}
     layout = pqscan.IVFPQLayout.from_faiss(idx, "cpu") if "torch-cpu" in p.configs else None
     rows = []
     for name in p.configs:
