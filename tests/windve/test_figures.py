@@ -47,7 +47,7 @@ def test_claims_from_records(recs):
     rows = claims.build(records.read_kinds(recs), params, "tiny")
     df = C.frame(rows)
     ids = set(df.claim_id)
-    assert {"table1-v100-xeon-2s", "throughput-1.22x", "cost-saving-18.6", "target-offload-gain-15",
+    assert {"tables-i-ii-v100-xeon-2s", "throughput-1.22x", "cost-saving-18.6", "target-offload-gain-15",
             "target-regression-within-8", "target-regression-runs", "target-service-90pct",
             "target-overload-answers", "target-overload-p99", "target-cosine", "smaller-gap-larger-gain",
             "looser-slo-larger-gain", "dispatch-under-0.1ms", "cpu-utilisation-rises"} <= ids
@@ -60,9 +60,27 @@ def test_claims_from_records(recs):
 def test_claims_from_gpu_records_are_measured(gpu_recs):
     params = STUDY.parameters({"slos_s": list(synthetic.SLOS)})
     df = C.frame(claims.build(records.read_kinds(gpu_recs), params, "tiny")).set_index("claim_id")
-    for cid in ("table1-v100-xeon-2s", "throughput-1.22x", "target-offload-gain-15", "target-overload-p99",
+    for cid in ("tables-i-ii-v100-xeon-2s", "throughput-1.22x", "target-offload-gain-15", "target-overload-p99",
                 "target-cosine", "regression-as-good-as-stress", "cpu-utilisation-rises"):
         assert df.loc[cid, "source"] == "measured", cid
-    assert df.loc["table1-atlas-kunpeng-2s", "verdict"] == C.OUT_OF_REACH   # needs an NPU, not emulated
-    assert "H100" in df.loc["table1-atlas-kunpeng-2s", "reason"]
+    assert df.loc["tables-i-ii-atlas-kunpeng-2s", "verdict"] == C.OUT_OF_REACH   # needs an NPU, not emulated
+    assert "H100" in df.loc["tables-i-ii-atlas-kunpeng-2s", "reason"]
     assert df.loc["smaller-gap-larger-gain", "verdict"] == C.OUT_OF_REACH
+
+
+def test_tables_i_and_ii_are_one_row_with_one_rule():
+    """Our one MiniLM measurement per (pair, SLO) is judged once against both papers' gains (bge 0.2,
+    jina 0.3 here): clearing both reproduces, below both does not, between the two is inconclusive."""
+    from bench.windve.claims import _both_tables
+
+    assert _both_tables(0.35, 0.40, 0.2, 0.3, False)[0] == C.REPRODUCED
+    assert _both_tables(0.05, 0.10, 0.2, 0.3, False)[0] == C.NOT_REPRODUCED
+    verdict, reason = _both_tables(0.22, 0.25, 0.2, 0.3, False)
+    assert verdict == C.INCONCLUSIVE and "bge +20.0%" in reason and "jina +30.0%" in reason
+    assert _both_tables(0.35, 0.40, 0.2, 0.3, True)[0] == C.INCONCLUSIVE   # a busy machine decides nothing
+
+
+def test_no_measurement_is_scored_twice(recs):
+    params = STUDY.parameters({"slos_s": list(synthetic.SLOS)})
+    ids = {r.claim_id for r in claims.build(records.read_kinds(recs), params, "tiny")}
+    assert not any(i.startswith(("table1-", "table2-")) for i in ids)
