@@ -56,6 +56,31 @@ def profile_df(acc: str = "emulated") -> pd.DataFrame:
     return df
 
 
+BURSTS = {"burst_factor": 4.0, "burst_s": 0.5, "period_s": 2.0}   # 4x the mean rate, 0.5 s of every 2 s
+
+
+def bursty_requests(cfg: str, acc: str, rng, rate: float = 68.0, duration_s: float = 4.0) -> list[dict]:
+    """``openloop_request`` rows of one bursty run as the serving step writes them: intended send times
+    bunched in the bursts; the accelerator answers the first few of each burst, the CPU (with offload)
+    some more, the rest refused (429), the last request lost."""
+    n = int(rate * duration_s)
+    t = np.sort(np.concatenate([k * BURSTS["period_s"] + rng.uniform(0, BURSTS["burst_s"], n // 2)
+                                for k in range(2)]))
+    rows = []
+    for i, at in enumerate(t):
+        k = int(np.sum(t[:i] >= np.floor(at / BURSTS["period_s"]) * BURSTS["period_s"]))   # place in its burst
+        dev = acc if k < 40 else ("cpu" if cfg == "offload" and k < 55 else "")
+        status = 200 if dev else (-1 if i == len(t) - 1 else 429)
+        lat = 0.05 + 0.008 * k if dev else (1.0 if status == -1 else 0.01)
+        src = "measured" if dev == "cpu" or acc == "cuda" else "emulated"
+        rows.append({"kind": "openloop_request", "pair": "v100-xeon", "slo_s": 0.5, "config": cfg,
+                     "arrivals": "bursty", "load_factor": 1.0, "offered_rps": rate, "request": i, "intended_s": at,
+                     "sent_s": at + 0.001, "done_s": at + lat, "latency_s": lat, "status": status, "device": dev,
+                     "answered": status == 200, "error": "timeout" if status == -1 else "",
+                     "admission": "depth+deadline", "accelerator": acc, "source": src})
+    return rows
+
+
 def serving_df(acc: str = "emulated") -> pd.DataFrame:
     rng = np.random.default_rng(0)
     rows = []
@@ -100,7 +125,8 @@ def serving_df(acc: str = "emulated") -> pd.DataFrame:
         rows.append({"kind": "openloop", "pair": "v100-xeon", "slo_s": 0.5, "config": cfg, "arrivals": "bursty",
                      "load_factor": 1.0, "offered_rps": 68, "goodput_rps": 60, "p50_s": 0.2, "p99_s": 0.6,
                      "share_accelerator": 0.7, "share_cpu": 0.1, "share_refused": 0.2, "share_lost": 0.0,
-                     "admission": "depth+deadline", **tag})
+                     "admission": "depth+deadline", **BURSTS, **tag})
+        rows += bursty_requests(cfg, acc, rng)
     df = pd.DataFrame(rows)
     df["machine_busy"] = False
     df["phase"] = df.get("phase", pd.Series(["measured"] * len(df))).fillna("measured")

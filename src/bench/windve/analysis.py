@@ -7,7 +7,8 @@
 - Tables I/II: per pair and SLO, the fine-tuned max concurrency without and with offload and the gain,
   with the interval from the rounds; the gain the regression predicts from the profiles alone;
 - Table III and Figures 5/6: the queue depths per device, SLO and method;
-- our SLOs by rank (the tightest stands for the paper's 1 s, the next for 2 s).
+- our SLOs by rank (the tightest stands for the paper's 1 s, the next for 2 s);
+- Figure 2's stand-in: the bursty open-loop run's requests as offered and answered rates over time.
 """
 from __future__ import annotations
 
@@ -155,3 +156,64 @@ def depth_rows(prof: pd.DataFrame, serv: pd.DataFrame | None) -> pd.DataFrame:
                                           "slo_s": r.slo_s, "method": "fine-tuned", "depth": getattr(r, col),
                                           "runs": r.runs}]))
     return pd.concat(out, ignore_index=True)
+
+
+# -- Figure 2's stand-in: the bursty open-loop trace over time ---------------------------------
+RATE_PARTS = ("accelerator", "CPU", "refused (429)", "lost")
+
+
+def open_requests(serv: pd.DataFrame, arrivals: str = "bursty") -> pd.DataFrame:
+    """The ``openloop_request`` rows (one per request) of the open-loop runs with these arrivals, with
+    ``outcome``: the device group that answered (``accelerator`` / ``CPU``), ``refused (429)`` or ``lost``."""
+    if serv is None or "kind" not in serv:
+        return pd.DataFrame()
+    q = serv[(serv.kind == "openloop_request") & (serv.get("arrivals") == arrivals)].copy()
+    if q.empty:
+        return q
+    dev = q["device"].fillna("").astype(str)
+    q["outcome"] = np.where(q["answered"].astype(bool), np.where(dev == "cpu", "CPU", "accelerator"),
+                            np.where(q["status"] == 429, "refused (429)", "lost"))
+    return q
+
+
+def bin_width(span_s: float, burst_s: float | None = None) -> float:
+    """Bins of the load curve: a quarter of a burst where the trace says, else 1/24 of the run."""
+    if burst_s is not None and np.isfinite(burst_s) and burst_s > 0:
+        return float(burst_s) / 4
+    return max(float(span_s), 1e-3) / 24
+
+
+def load_curve(reqs: pd.DataFrame, bin_s: float) -> pd.DataFrame:
+    """Per config and time bin (seconds from the run's start): the offered rate (intended send times per
+    second) and the rate of outcomes by the time they came back (answered by the accelerator or the CPU,
+    refused, lost), each in requests per second."""
+    rows = []
+    for cfg, g in reqs.groupby("config", sort=False):
+        end = float(np.nanmax(np.r_[g.intended_s.to_numpy(), g.done_s.to_numpy()]))
+        edges = np.arange(0.0, end + bin_s, bin_s)
+        if len(edges) < 2:
+            edges = np.array([0.0, bin_s])
+        offered = np.histogram(g.intended_s, edges)[0] / bin_s
+        parts = {p: np.histogram(g[g.outcome == p].done_s, edges)[0] / bin_s for p in RATE_PARTS}
+        for i, t in enumerate(edges[:-1]):
+            rows.append({"config": cfg, "t_s": t, "bin_s": bin_s, "offered_rps": offered[i],
+                         **{f"{p}_rps": parts[p][i] for p in RATE_PARTS}})
+    return pd.DataFrame(rows)
+
+
+def burst_windows(run: pd.Series, end_s: float) -> list[tuple[float, float]]:
+    """The schedule's burst windows (start, end) up to ``end_s``, from the run row's burst settings (none
+    when the records do not carry them)."""
+    b, p = run.get("burst_s", np.nan), run.get("period_s", np.nan)
+    if not (np.isfinite(b) and np.isfinite(p) and p > 0):
+        return []
+    return [(t, min(t + b, end_s)) for t in np.arange(0.0, end_s, p)]
+
+
+def bursts_sent(reqs: pd.DataFrame, run: pd.Series) -> int:
+    """How many of the schedule's burst periods the run's intended sends reached (0 when the records do
+    not carry the burst settings)."""
+    p = run.get("period_s", np.nan)
+    if not (np.isfinite(p) and p > 0) or reqs.empty:
+        return 0
+    return int(np.floor(reqs.intended_s.max() / p)) + 1

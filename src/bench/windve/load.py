@@ -190,10 +190,25 @@ def all_answered(rows: list[dict]) -> bool:
     return all(r["n_ok"] == r["n"] for r in rows)
 
 
-async def open_run(svc: ServiceProcess, sess, pool: list[str], schedule, slo: float) -> dict:
+def request_rows(outs) -> list[dict]:
+    """One row per request of an open-loop run, from what :func:`loadgen.run_open_loop` already recorded
+    (nothing re-timed): its intended send time, when it was sent and answered (seconds from the run's
+    start), latency from the intended send time, HTTP status (-1: no answer), the device that answered
+    and whether it counted as answered."""
+    rows = []
+    for o in outs:
+        st = o.status if isinstance(o.status, dict) else {}
+        rows.append({"request": o.index, "intended_s": o.intended_s, "sent_s": o.sent_s, "done_s": o.done_s,
+                     "latency_s": o.latency_s, "status": int(st.get("status", -1)), "device": st.get("device", ""),
+                     "answered": bool(o.ok), "error": o.error or st.get("error", "") or ""})
+    return rows
+
+
+async def open_run(svc: ServiceProcess, sess, pool: list[str], schedule, slo: float) -> tuple[dict, list[dict]]:
     """One open-loop run of ``schedule`` against the service: goodput and latency percentiles (from the
     intended send times), the shares served by the accelerator, offloaded to the CPU, refused and lost,
-    and the CPU the service process and the load generator used."""
+    and the CPU the service process and the load generator used; and the run's requests
+    (:func:`request_rows`)."""
     import psutil
 
     from bench.serving import loadgen
@@ -208,12 +223,13 @@ async def open_run(svc: ServiceProcess, sess, pool: list[str], schedule, slo: fl
     devs = [o.status["device"] if isinstance(o.status, dict) else "" for o in outs]
     summ = loadgen.latency_summary([o.latency_s for o in ok], duration, slo_s=slo)
     n = len(outs)
-    return {"n": n, "duration_s": duration, **summ,
-            "share_accelerator": devs.count("emulated") / n + devs.count("cuda") / n,
-            "share_cpu": devs.count("cpu") / n,
-            "share_refused": sum(isinstance(o.status, dict) and o.status["status"] == 429 for o in outs) / n,
-            "share_lost": sum(o.error is not None for o in outs) / n,
-            "late_sends_s": max(o.sent_s - o.intended_s for o in outs),
-            "service_cpu_s": (t1.user + t1.system) - (t0.user + t0.system),
-            "service_cores": ((t1.user + t1.system) - (t0.user + t0.system)) / gen["loadgen_wall_s"],
-            "machine_cores": psutil.cpu_count(), **{k: v for k, v in gen.items() if k != "loadgen_pid"}}
+    row = {"n": n, "duration_s": duration, **summ,
+           "share_accelerator": devs.count("emulated") / n + devs.count("cuda") / n,
+           "share_cpu": devs.count("cpu") / n,
+           "share_refused": sum(isinstance(o.status, dict) and o.status["status"] == 429 for o in outs) / n,
+           "share_lost": sum(o.error is not None for o in outs) / n,
+           "late_sends_s": max(o.sent_s - o.intended_s for o in outs),
+           "service_cpu_s": (t1.user + t1.system) - (t0.user + t0.system),
+           "service_cores": ((t1.user + t1.system) - (t0.user + t0.system)) / gen["loadgen_wall_s"],
+           "machine_cores": psutil.cpu_count(), **{k: v for k, v in gen.items() if k != "loadgen_pid"}}
+    return row, request_rows(outs)

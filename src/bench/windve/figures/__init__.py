@@ -1,5 +1,6 @@
 """WindVE's figures, drawn from the ``profile`` and ``serving`` records only (found in this package's
-modules by the registry): Tables I-III (:mod:`.concurrency`), Figures 4-6 (:mod:`.profiles`), and beyond
+modules by the registry): Tables I-III (:mod:`.concurrency`), Figures 4-6 (:mod:`.profiles`), Figure 2's
+stand-in, our bursty open-loop trace (:mod:`.load_curve`; the paper's curve has no values), and beyond
 the paper the open-loop load, CPU utilisation and deployment cost, and the service checks
 (:mod:`.service`). The accelerator is whatever the records say ran (:mod:`..analysis`): the CUDA GPU,
 measured, labelled by its name; or the emulated accelerator, every series of it labelled so and the

@@ -6,7 +6,9 @@
 3. CPU utilisation at those depths without and with offload (the paper: 8% -> 80%);
 4. the overload case: 3x the max concurrency at once (every answer an embedding or a 429), which also
    times the queue manager's decisions;
-5. beyond the paper: open-loop Poisson and bursty load (goodput, p50/p99, shares) without and with offload.
+5. beyond the paper: open-loop Poisson and bursty load (goodput, p50/p99, shares) without and with offload,
+   one ``openloop`` row per run and one ``openloop_request`` row per request (intended send time, sent,
+   answered, status, device: the bursty run stands for Figure 2's daily load curve).
 
 Depths start from the ``profile`` step's regression depths. The accelerator is the one the service runs
 (``svc.accelerator``): the CUDA GPU where there is one (rows ``source=measured``, ``accelerator=cuda``),
@@ -51,7 +53,8 @@ METHOD = (
     "answer checked (200 + cosine to the model's own embedding, or 429 + Retry-After). Open loop (deadline "
     "admission too): Poisson / bursty schedules at multiples of the "
     "accelerator-only capacity (max concurrency / SLO), latency from the intended send time, HDR percentiles, "
-    "goodput = answers within the SLO per second; the load generator's own CPU recorded.")
+    "goodput = answers within the SLO per second; the load generator's own CPU recorded; each request also "
+    "recorded as it went (intended send, sent and answered times, status, device).")
 
 
 def depth_cols(depths: dict[str, int]) -> dict[str, int]:
@@ -203,6 +206,16 @@ async def overhead(svc, sess, p: Params, pool, encoder) -> list[dict]:
     return rows
 
 
+async def _open(svc, sess, pool: list[str], sched, slo: float, tags: dict) -> list[dict]:
+    """One open-loop run: its summary row (``openloop``) and one row per request (``openloop_request``:
+    intended send time, sent, answered, status, device; Figure 2's stand-in reads them)."""
+    summ, reqs = await load.open_run(svc, sess, pool, sched, slo)
+    acc = tags["accelerator"]
+    return [{"kind": "openloop", **tags, **summ}] + [
+        {"kind": "openloop_request", **tags, **q, "source": source_of(q["device"]) if q["device"] else source_of(acc)}
+        for q in reqs]
+
+
 async def openloop(svc, sess, p: Params, pool: list[str], final: dict, seed: int) -> list[dict]:
     """Beyond the paper: every offered rate and the bursty schedule, without and with offload, for the
     first pair and largest SLO, at multiples of the accelerator-only capacity (its max concurrency / SLO)."""
@@ -223,13 +236,13 @@ async def openloop(svc, sess, p: Params, pool: list[str], final: dict, seed: int
             rate = f * capacity
             sched = loadgen.poisson_schedule(rate, max(1, int(rate * o.duration_s)), seed + j)
             tags = {**common, "config": config, "arrivals": "poisson", "load_factor": f, "offered_rps": rate}
-            rows.append({"kind": "openloop", **tags, **await load.open_run(svc, sess, pool, sched, slo)})
+            rows += await _open(svc, sess, pool, sched, slo, tags)
         rate = o.burst_load_factor * capacity
         sched = loadgen.bursty_schedule(rate, max(1, int(rate * o.duration_s)), seed + 99,
                                         burst_factor=o.burst_factor, burst_s=o.burst_s, period_s=o.period_s)
         tags = {**common, "config": config, "arrivals": "bursty", "load_factor": o.burst_load_factor,
-                "offered_rps": rate}
-        rows.append({"kind": "openloop", **tags, **await load.open_run(svc, sess, pool, sched, slo)})
+                "offered_rps": rate, "burst_factor": o.burst_factor, "burst_s": o.burst_s, "period_s": o.period_s}
+        rows += await _open(svc, sess, pool, sched, slo, tags)
     return rows
 
 
