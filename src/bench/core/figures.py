@@ -50,8 +50,6 @@ class Registry:
     then order in the module), or registered with :meth:`figure`."""
 
     def __init__(self, package: str | None = None, descriptions: Mapping[str, str] | None = None) -> None:
-        if isinstance(package, Mapping):   # Registry(descriptions) of a single-module registry
-            package, descriptions = None, package
         self.package = package
         self._found = package is None
         self._own: dict[str, Figure] = {}

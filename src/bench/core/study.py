@@ -90,6 +90,9 @@ class Steps:
     def __len__(self) -> int:
         return len(self._load())
 
+    def items(self):
+        return self._load().items()
+
     def measures(self) -> dict[str, Step]:
         return {n: s for n, s in self._load().items() if s.kind == "measure"}
 
@@ -121,15 +124,14 @@ class Study:
     def producers(self) -> dict[str, str]:
         """need -> what provides it: a step's ``writes``, the dataset manifest or a declared external."""
         out = {DATASET_INPUT: "dataset", **{e: "external" for e in self.externals}}
-        out.update({s.writes: n for n, s in self.steps._load().items()})
+        out.update({s.writes: n for n, s in self.steps.items()})
         return out
 
     def unproduced(self) -> list[str]:
         """``step: need`` pairs with nothing to provide them (globs match a producer by prefix)."""
         prod = self.producers()
         bad = []
-        for n in self.steps:
-            s = self.steps[n]
+        for n, s in self.steps.items():
             for need in (*s.needs, *s.optional):
                 stem = need[:-1]
                 ok = need in prod or (need.endswith("*") and any(p.startswith(stem) or p == stem.rstrip("_")
