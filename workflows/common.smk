@@ -15,6 +15,8 @@ BENCHMARKS = f"{RESULTS}/benchmarks"  # snakemake `benchmark:` files of every ru
 # One process per job: the interpreter snakemake runs under, so the venv's `bench` is used.
 BENCH = f"{shlex.quote(sys.executable)} -m bench"
 RUN_ARGS = f"--profile {PROFILE} --seed {SEED} --threads {THREADS}"
+# a step that can repeat cheaply (declared processes=True) splits its repeats over this many fresh processes
+PROCESSES = config["processes"]
 FIGURE_FORMATS = ",".join(config["figure_formats"])  # png, plus pdf/svg where the profile asks
 
 # Figure and claims jobs (one core each) run after the measurements (which take every core), two at a
@@ -144,6 +146,7 @@ def study_jobs(study, jobs):
             raise ValueError(f"workflows/{study}.smk: step {name} needs {list(s.needs)} (optional "
                              f"{list(s.optional)}); the rule gives {given}")
         j["verb"] = "build" if s.kind == "build" else "measure"
+        j["processes"] = s.processes
     STUDY_JOBS[study] = jobs
 
 

@@ -20,7 +20,8 @@ for _study, _jobs in STUDY_JOBS.items():
                 out=(lambda wc, output, _a=_j["out_arg"]: _a.format(**wc) if _a else output[0]),
                 ds=(lambda wc, _d=_j["dataset"]: f"--dataset {wc.dataset}" if "dataset" in wc.keys()
                     else (f"--dataset {_d}" if _d else "")),
-                run=RUN_ARGS,  # a params entry, so a changed thread count or seed reruns the step
+                # a params entry, so a changed thread count, seed or process count reruns the step
+                run=RUN_ARGS + (f" --processes {PROCESSES}" if _j["processes"] else ""),
                 cmd=f"{_cli} {_j['verb']} {_name}",
             wildcard_constraints:
                 dataset="|".join(map(re.escape, config["datasets"])) or "none",

@@ -32,7 +32,8 @@ from .atomic import write_text
 
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
 NEEDS_HARDWARE, OUT_OF_REACH = "needs hardware we lack", "out of reach at this scale"
-VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NEEDS_HARDWARE, OUT_OF_REACH)
+NEEDS_TOOL = "needs a tool we lack"   # not run: a program this machine lacks (fio), not hardware
+VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NEEDS_HARDWARE, NEEDS_TOOL, OUT_OF_REACH)
 SOURCES = ("measured", "emulated", "modelled", "not_run")
 
 
@@ -53,6 +54,7 @@ class Claim:
     threshold: float | None = None
     direction: str = ">="
     machine_busy: bool = False
+    threshold_also: float | None = None   # a second paper's threshold the same rule judges (bge and jina)
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
@@ -96,7 +98,7 @@ def claim(study: str, claim_id: str, text: str, paper_value: str, *, ours: float
           ci: tuple[float | None, float | None] = (None, None), threshold: float | None = None,
           direction: str = ">=", unit: str = "", scale: str = "", source: str = "measured",
           reason: str = "", machine_busy: bool = False, verdict: str | None = None,
-          target: float | None = None) -> Claim:
+          target: float | None = None, threshold_also: float | None = None) -> Claim:
     """A ledger row with its verdict computed from the interval (or given, for hardware/scale cases); the
     reason ends with why the verdict follows from the interval and the threshold. ``target``: the
     harness's own threshold on the same measurement (one measurement, one row), judged in the reason."""
@@ -111,15 +113,18 @@ def claim(study: str, claim_id: str, text: str, paper_value: str, *, ours: float
             raise ValueError(f"{claim_id}: a measured claim needs a threshold or an explicit verdict")
         else:
             verdict = judge(lo, hi, threshold, direction)
-            reason = f"{reason}; {why(verdict, lo, hi, threshold, direction)}" if reason else why(
-                verdict, lo, hi, threshold, direction)
-            if target is not None:
-                reason += f"; the harness's target {direction} {_fmt(target)}: {judge(lo, hi, target, direction)}"
+            because = why(verdict, lo, hi, threshold, direction)
             if machine_busy and verdict in (REPRODUCED, NOT_REPRODUCED):
+                because = (f"{INCONCLUSIVE}: the machine was busy during the step; on a quiet machine the "
+                           f"interval would read {because}")
                 verdict = INCONCLUSIVE
-                reason = f"machine busy during the step (so inconclusive); {reason}"
+            reason = f"{reason}; {because}" if reason else because
+            if target is not None:
+                tv = judge(lo, hi, target, direction)
+                tv = f"{tv} on a quiet machine, {INCONCLUSIVE} here" if machine_busy and tv != INCONCLUSIVE else tv
+                reason += f"; the harness's target {direction} {_fmt(target)}: {tv}"
     return Claim(study, claim_id, text, paper_value, _f(ours), _f(lo), _f(hi), unit, scale, source,
-                 verdict, reason, threshold, direction, bool(machine_busy))
+                 verdict, reason, threshold, direction, bool(machine_busy), _f(threshold_also))
 
 
 def _f(x) -> float | None:
@@ -135,34 +140,72 @@ def _resampled(stat: Callable, a: np.ndarray, n_boot: int, rng: np.random.Genera
         return np.array([stat(a[i]) for i in idx], dtype=float)
 
 
-def bootstrap_ci(values: Sequence[float], stat: Callable = np.median, n_boot: int = 2000,
-                 level: float = 0.95, seed: int = 0) -> tuple[float, float, float]:
-    """(estimate, low, high): ``stat`` of ``values`` and its percentile-bootstrap interval."""
+def process_of(rows: pd.DataFrame) -> np.ndarray:
+    """The fresh process of each row (``process``, :mod:`bench.core.step`); 0 where the step ran in one."""
+    return rows["process"].to_numpy() if "process" in rows else np.zeros(len(rows), dtype=int)
+
+
+def processes_text(rows: pd.DataFrame) -> str:
+    """How many fresh processes the rows came from, for a reason."""
+    n = len(np.unique(process_of(rows)))
+    return f"{n} fresh processes, resampled first" if n > 1 else "one process"
+
+
+def _hierarchical(stat: Callable, a: np.ndarray, groups: np.ndarray, n_boot: int,
+                  rng: np.random.Generator) -> np.ndarray:
+    """``stat`` of ``n_boot`` two-level resamples: the processes (``groups``) with replacement, then the
+    values within each chosen process; so the spread between processes is in the interval."""
+    parts = [a[groups == g] for g in np.unique(groups)]
+    out = np.empty(n_boot)
+    for b in range(n_boot):
+        picked = [parts[i] for i in rng.integers(0, len(parts), len(parts))]
+        out[b] = stat(np.concatenate([x[rng.integers(0, x.size, x.size)] for x in picked]))
+    return out
+
+
+def _sample(values, groups) -> tuple[np.ndarray, np.ndarray | None]:
+    """Values without NaN, and their groups where there are two or more."""
     a = np.asarray(values, dtype=float)
-    a = a[~np.isnan(a)]
+    g = None if groups is None else np.asarray(groups)
+    keep = ~np.isnan(a)
+    a, g = a[keep], (None if g is None else g[keep])
+    return a, (g if g is not None and len(np.unique(g)) > 1 else None)
+
+
+def _boots(stat, a, g, n_boot, rng) -> np.ndarray:
+    return _resampled(stat, a, n_boot, rng) if g is None else _hierarchical(stat, a, g, n_boot, rng)
+
+
+def bootstrap_ci(values: Sequence[float], stat: Callable = np.median, n_boot: int = 2000,
+                 level: float = 0.95, seed: int = 0, groups: Sequence | None = None) -> tuple[float, float, float]:
+    """(estimate, low, high): ``stat`` of ``values`` and its percentile-bootstrap interval. ``groups``: the
+    process of each value (a step repeated across processes, :mod:`bench.core.step`): processes are
+    resampled first, then values within them."""
+    a, g = _sample(values, groups)
     if a.size == 0:
         return float("nan"), float("nan"), float("nan")
     est = float(stat(a))
     if a.size == 1:
         return est, est, est
     rng = np.random.default_rng(seed)
-    boots = _resampled(stat, a, n_boot, rng)
+    boots = _boots(stat, a, g, n_boot, rng)
     lo, hi = np.percentile(boots, [50 * (1 - level), 50 * (1 + level)])
     return est, float(lo), float(hi)
 
 
 def ratio_ci(num: Sequence[float], den: Sequence[float], stat: Callable = np.median, n_boot: int = 2000,
-             level: float = 0.95, seed: int = 0) -> tuple[float, float, float]:
-    """(estimate, low, high) of ``stat(num) / stat(den)``, resampling both samples independently."""
-    a, b = (np.asarray(x, dtype=float) for x in (num, den))
-    a, b = a[~np.isnan(a)], b[~np.isnan(b)]
+             level: float = 0.95, seed: int = 0,
+             groups: tuple[Sequence, Sequence] | None = None) -> tuple[float, float, float]:
+    """(estimate, low, high) of ``stat(num) / stat(den)``, resampling both samples independently
+    (``groups``: the process of each value of ``num`` and of ``den``, resampled first)."""
+    (a, ga), (b, gb) = (_sample(x, g) for x, g in zip((num, den), groups or (None, None)))
     if a.size == 0 or b.size == 0:
         return float("nan"), float("nan"), float("nan")
     est = float(stat(a) / stat(b))
     if a.size == 1 and b.size == 1:
         return est, est, est
     rng = np.random.default_rng(seed)
-    boots = _resampled(stat, a, n_boot, rng) / _resampled(stat, b, n_boot, rng)
+    boots = _boots(stat, a, ga, n_boot, rng) / _boots(stat, b, gb, n_boot, rng)
     lo, hi = np.percentile(boots, [50 * (1 - level), 50 * (1 + level)])
     return est, float(lo), float(hi)
 

@@ -32,9 +32,10 @@ KINDS = (PAPER, TARGET)
 HEADINGS = {PAPER: "Paper claims", TARGET: "Harness targets and checks"}
 HISTORY_RUNS = 5
 INITIAL = {"reproduced": "R", "not reproduced": "N", "inconclusive": "I", "needs hardware we lack": "H",
-           "out of reach at this scale": "O"}
+           "needs a tool we lack": "T", "out of reach at this scale": "O"}
 VERDICT_COLORS = {"reproduced": "#1b9e77", "not reproduced": "#d95f02", "inconclusive": "#7570b3",
-                  "needs hardware we lack": "#737373", "out of reach at this scale": "#a6761d"}
+                  "needs hardware we lack": "#737373", "needs a tool we lack": "#e7298a",
+                  "out of reach at this scale": "#a6761d"}
 _NUMPY_REPR = re.compile(r"np\.(?:float|int|uint|bool)\w*\((-?[^()]*)\)")
 LONG_SCALE = 100
 
@@ -44,7 +45,9 @@ CHECK_STUDIES = ("ivf_recall",)   # studies of the harness itself (they reproduc
 
 
 def kind_of(claim_id: str, study: str = "") -> str:
-    return TARGET if claim_id.startswith("target-") or study in CHECK_STUDIES else PAPER
+    """A harness target (``target-``), an implementation check (``check-``) or a check study's row; else the
+    paper's claim."""
+    return TARGET if claim_id.startswith(("target-", "check-")) or study in CHECK_STUDIES else PAPER
 
 
 def clean(text: object) -> str:
@@ -121,6 +124,9 @@ def _scale_notes(df: pd.DataFrame) -> tuple[pd.Series, list[str]]:
 
 def _row_cells(r, scale: str) -> list[str]:
     thr = "–" if _nan(r["threshold"]) else f"{r['direction']} {_fmt(r['threshold'])}"
+    also = r.get("threshold_also")
+    if not _nan(also) and not pd.isna(also):
+        thr = f"{r['direction']} {_fmt(also)} and {_fmt(r['threshold'])}"
     hist = r.get("history", "") or "–"
     mark = " (unstable)" if r.get("unstable", False) else ""
     return [r["study"], f"**{r['claim_id']}**: {r['claim']}", r["paper_value"], ours_text(r), thr, scale,
@@ -131,7 +137,8 @@ def to_markdown(df: pd.DataFrame, title: str) -> str:
     scale, notes = _scale_notes(df)
     lines = [f"# {title}", "", "Ours: estimate [95% interval]. A pass within noise is inconclusive. History: "
              f"verdicts of the last {HISTORY_RUNS} runs on this machine and profile, oldest first "
-             "(R reproduced, N not reproduced, I inconclusive, H needs hardware we lack, O out of reach); a row "
+             "(R reproduced, N not reproduced, I inconclusive, H needs hardware we lack, T needs a tool we lack, O out "
+             "of reach); a row "
              "whose verdict changed across them is unstable and counted apart.", ""]
     for kind in KINDS:
         part = df[df.kind == kind]
@@ -184,7 +191,8 @@ def figure(df: pd.DataFrame, out_png: str | Path, profile: str) -> list[Path]:
 
     plotting.apply_style()
     studies = sorted(dict.fromkeys(df.study), key=lambda s: STUDY_ORDER.index(s) if s in STUDY_ORDER else 99)
-    fig, axes = plt.subplots(1, 2, figsize=(11, 0.55 * len(studies) + 2.0), layout="constrained", sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 0.55 * len(studies) + 2.0), layout="constrained", sharey=True,
+                             sharex=True)
     for ax, kind in zip(axes, KINDS):
         part = df[df.kind == kind]
         c = part.groupby(["study", "verdict"]).size().unstack(fill_value=0).reindex(index=studies, columns=list(VERDICTS),
@@ -195,10 +203,14 @@ def figure(df: pd.DataFrame, out_png: str | Path, profile: str) -> list[Path]:
             ax.bar_label(bars, labels=[str(int(n)) if n else "" for n in c[v]], label_type="center",
                          color="white", fontsize=9, fontweight="bold")
             left += c[v].to_numpy()
+        for i, st in enumerate(c.index):
+            if left[i] == 0:
+                ax.text(0.2, i, "none (a check of the harness)" if st in CHECK_STUDIES else "none", va="center",
+                        fontsize=9, color="0.35")
         unstable = int(part.get("unstable", pd.Series(dtype=bool)).sum())
         ax.set(xlabel="rows of the ledger", title=f"{HEADINGS[kind].lower()}: {len(part)} rows, {unstable} unstable")
     axes[0].invert_yaxis()
-    plotting.legend_below(fig, ncol=5)
+    plotting.legend_below(fig, ncol=len(VERDICTS))
     caption = (f"Verdicts per study in the claims ledger (results/{profile}/claims.md), computed from records: "
                "the papers' claims (left) and the harness's own targets and checks (right), counted apart. "
                "'needs hardware we lack' marks modelled values and configurations not run here; unstable rows "

@@ -16,6 +16,7 @@ holds every study to none.
 """
 from __future__ import annotations
 
+import copyreg
 import dataclasses
 import functools
 import types
@@ -23,6 +24,15 @@ import typing
 from typing import Any, Mapping
 
 from .errors import ConfigError
+
+
+# A built Params holds its dict sections as read-only MappingProxyType views: pickled as their dict, so
+# a step repeated in fresh processes (bench.core.step) can be given its typed parameters.
+def frozen_mapping(d: dict) -> Mapping:
+    return types.MappingProxyType(d)
+
+
+copyreg.pickle(types.MappingProxyType, lambda m: (frozen_mapping, (dict(m),)))
 
 
 @functools.lru_cache(maxsize=None)

@@ -2,8 +2,9 @@
 ``STUDY`` declaration (:mod:`bench.core.study`).
 
 - ``build [NAME]`` the study's build steps (indexes, tables, models: files a measurement step reads);
-- ``measure STEP --out RECORDS [--input KEY=PATH ...] [--dataset NAME] --profile --seed --threads --params``
-  runs one measurement step through :func:`bench.core.step.execute`;
+- ``measure STEP --out RECORDS [--input KEY=PATH ...] [--dataset NAME] [--processes P] --profile --seed
+  --threads --params`` runs one measurement step through :func:`bench.core.step.execute` (``--processes``:
+  a step declared ``processes=True`` splits its repeats over P fresh processes);
 - ``figure NAME [NAME ...] --records KIND=PATH ... (--out PNG | --out-dir DIR)`` draws registered figures
   from records (``all`` draws every one; the rule files draw a study's figures in one job);
 - ``claims --records KIND=PATH ... --params --profile --out claims.parquet`` writes the study's ledger rows.
@@ -91,6 +92,9 @@ def register(sub: argparse._SubParsersAction, study) -> argparse._SubParsersActi
     m = s.add_parser("measure", help="run one measurement step and write its record set")
     m.add_argument("step", choices=list(measures))
     _io_args(m, "record set path (.parquet)")
+    m.add_argument("--processes", type=doors.positive_int, default=1,
+                   help="fresh processes a step that can repeat cheaply splits its measured repeats over "
+                        f"(steps that can: {', '.join(n for n, x in measures.items() if x.processes) or 'none'})")
     m.set_defaults(func=lambda a: step.execute(_context(study, a, ".parquet"), measures[a.step].fn))
     _figure_verb(s, LazyRegistry(study.figures))
     if study.claims is not None:
@@ -132,7 +136,8 @@ def _context(study, a: argparse.Namespace, suffix: str | None) -> step.Context:
     a = _checked(study.name, verb, a, (s.needs, s.optional), suffix)
     return step.Context(study=study.name, step=a.step, params=typed.build(study.params, a.params, study.name),
                         profile=a.profile, seed=a.seed, threads=a.threads, out=Path(a.out),
-                        inputs=pairs(a.input, "--input"), dataset=a.dataset, section=a.params)
+                        inputs=pairs(a.input, "--input"), dataset=a.dataset, section=a.params,
+                        processes=getattr(a, "processes", 1))
 
 
 def _build(study, s, a: argparse.Namespace):

@@ -18,8 +18,10 @@ def build_meta(df: pd.DataFrame) -> dict:
 
 
 def with_ssd(df: pd.DataFrame) -> pd.DataFrame:
-    """e2e rows with ``ssd`` filled (``native`` where the column or the value is missing)."""
-    return df.assign(ssd=df["ssd"].fillna("native") if "ssd" in df else "native")
+    """e2e rows with ``ssd`` filled (``native`` where the column or the value is missing) and ``process``
+    (which of the step's fresh processes measured the row; 0 where the step ran in one)."""
+    return df.assign(ssd=df["ssd"].fillna("native") if "ssd" in df else "native",
+                     process=df["process"] if "process" in df else 0)
 
 
 def ok(df: pd.DataFrame) -> pd.DataFrame:
@@ -41,6 +43,10 @@ class E2E:
 
     def totals(self, ssd, backend, budget) -> np.ndarray:
         return self.rows(ssd, backend, budget).total_s.to_numpy()
+
+    def processes(self, ssd, backend, budget) -> np.ndarray:
+        """The process of each of :meth:`totals` (intervals resample processes first)."""
+        return self.rows(ssd, backend, budget).process.to_numpy()
 
     def half(self, ssd) -> str | None:
         """The budget nearest half the table (the table at 2x its memory) run with mmap on ``ssd``."""
@@ -71,21 +77,45 @@ def reader_engine(io: pd.DataFrame, io_engine: str, qd: int) -> str:
     return recorded or ("aio" if io_engine == "aio" else "threadpool")
 
 
-def _bandwidths(io: pd.DataFrame):
-    """(tool, highest QD, bytes/s at it): our reader (thread pool) and fio, where they ran."""
+def _iops_samples(io: pd.DataFrame):
+    """(tool, highest QD, 4 KiB IOPS of each repeat at it): our reader (thread pool) and fio, where they ran."""
     good = io[io.status == "ok"]
     for tool in ("espn-reader", "fio"):
         d = good[(good.tool == tool) & ((good.engine != "aio") if tool == "espn-reader" else True)]
         if len(d):
             qd = d.qd.max()
-            yield tool, qd, float(d[d.qd == qd].iops.median()) * 4096
+            yield tool, qd, d[d.qd == qd].iops.to_numpy(dtype=float)
+
+
+def _bandwidths(io: pd.DataFrame):
+    """(tool, highest QD, bytes/s at it): our reader (thread pool) and fio, where they ran."""
+    for tool, qd, iops in _iops_samples(io):
+        yield tool, qd, float(np.median(iops)) * 4096
+
+
+def prefetch_budget_s(b: pd.DataFrame) -> float:
+    """The prefetch budget (equation 2: the ANN time of the lists still to scan), as the batch step measured
+    it: the one number the figures, the thresholds and the 1.2x target's premise all use."""
+    return float(b[b.phase == "measured"].prefetch_budget_s.iloc[0])
+
+
+def premise(b: pd.DataFrame, io: pd.DataFrame, k: int) -> tuple[np.ndarray, str]:
+    """Equation 4's threshold at n = K (queries whose top-K reads fit in the prefetch budget), one value per
+    IOPS repeat of fio where it ran, else of our reader (thread pool), at the highest QD; and its source."""
+    samples = {tool: (qd, iops) for tool, qd, iops in _iops_samples(io)}
+    tool = "fio" if "fio" in samples else "espn-reader"
+    if tool not in samples:
+        return np.array([]), "no IOPS measured"
+    qd, iops = samples[tool]
+    rec = float(b.attrs["provenance"]["build"]["mean_io_size"])
+    return eq4.threshold(iops * 4096, prefetch_budget_s(b), k, rec), f"{tool} QD{qd}"
 
 
 def eq4_table(b: pd.DataFrame, io: pd.DataFrame) -> pd.DataFrame:
     """Equation 4's batch threshold from each tool's bandwidth at its highest QD, next to the observed
     knee (the first batch where ESPN's critical access exceeds 1.5x memory's)."""
     m = b[b.phase == "measured"]
-    budget = float(m.prefetch_budget_s.iloc[0])
+    budget = prefetch_budget_s(b)
     rec = float(b.attrs["provenance"]["build"]["mean_io_size"])
     rows = []
     for tool, qd, bw in _bandwidths(io):

@@ -217,3 +217,129 @@ def bursts_sent(reqs: pd.DataFrame, run: pd.Series) -> int:
     if not (np.isfinite(p) and p > 0) or reqs.empty:
         return 0
     return int(np.floor(reqs.intended_s.max() / p)) + 1
+
+
+# -- deployment cost (equations 5/6) and throughput: one computation for the figure and the claims -------
+def savings(c_acc, c_total):
+    """(eq. 5, eq. 6) of one deployment, from the accelerator's concurrency alone ``c_acc`` and the total
+    with CPU offload ``c_total`` (the CPU's net addition C_CPU = c_total - c_acc): deploying for average
+    load saves up to C_CPU / C_acc (equation 5, the concurrency gain; the throughput is 1 + that),
+    deploying for peak load C_CPU / (C_CPU + C_acc) (equation 6). Arrays or scalars; the paper's Table I
+    goes through the same function (its accelerator-only and CPU-addition columns)."""
+    c_acc, c_total = np.asarray(c_acc, dtype=float), np.asarray(c_total, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        avg = np.where(c_acc > 0, c_total / c_acc - 1, np.nan)
+        peak = np.where(c_total > 0, 1 - c_acc / c_total, np.nan)
+    return avg, peak
+
+
+def _peak_of_gain(g):
+    """Equation 6 from the gain (gain / (1 + gain), monotonic), for the interval's ends."""
+    g = np.asarray(g, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(np.isfinite(g) & (g > -1), g / (1 + g), np.nan)
+
+
+def deployment(gt: pd.DataFrame) -> pd.DataFrame:
+    """Per pair and SLO (rows of :func:`gains`): throughput ``throughput_x`` (offload / accelerator only),
+    the saving deploying for average load ``save_avg`` (eq. 5, = the gain) and for peak load ``save_peak``
+    (eq. 6), each with ``_low`` / ``_high`` from the gain's interval (NaN where it has none) and the
+    gain's ``ci_note``."""
+    cols = ["pair", "slo_s", "c_acc", "c_cpu", "throughput_x", "throughput_x_low", "throughput_x_high",
+            "save_avg", "save_avg_low", "save_avg_high", "save_peak", "save_peak_low", "save_peak_high", "ci_note"]
+    if gt is None or gt.empty:
+        return pd.DataFrame(columns=cols)
+    avg, peak = savings(gt.acc_only, gt.offload)
+    out = pd.DataFrame({"pair": gt.pair.to_numpy(), "slo_s": gt.slo_s.to_numpy(), "c_acc": gt.acc_only.to_numpy(),
+                        "c_cpu": (gt.offload - gt.acc_only).to_numpy(), "save_avg": avg, "save_peak": peak})
+    for end in ("low", "high"):
+        g = gt[f"gain_{end}"].to_numpy(dtype=float)
+        out[f"save_avg_{end}"] = g
+        out[f"save_peak_{end}"] = _peak_of_gain(g)
+        out[f"throughput_x_{end}"] = 1 + g
+    out["throughput_x"] = 1 + out.save_avg
+    out["ci_note"] = gt.ci_note.to_numpy() if "ci_note" in gt else ""
+    return out[cols]
+
+
+def paper_savings(pair: str, rank_s: int) -> tuple[float, float]:
+    """(eq. 5, eq. 6) of the paper's Table I (bge) cell, through :func:`savings`."""
+    from . import paper_values as PV
+
+    acc, cpu = PV.TABLE_I[(pair, rank_s)]
+    avg, peak = savings(acc, acc + cpu)
+    return float(avg), float(peak)
+
+
+# -- the accelerator beside the CPU: does its fine-tuned depth drop? ----------------------------------
+def acc_drop(gt: pd.DataFrame) -> pd.DataFrame:
+    """Per pair and SLO: the accelerator's fine-tuned depth with offload minus alone (``drop``; negative:
+    it dropped), with the interval from the accelerator-alone search's bounds (every round met .. any
+    round met; NaN where a search never met the SLO)."""
+    if gt is None or gt.empty:
+        return pd.DataFrame(columns=["pair", "slo_s", "with_offload", "alone", "drop", "drop_low", "drop_high"])
+    return pd.DataFrame({"pair": gt.pair, "slo_s": gt.slo_s, "with_offload": gt.acc_part, "alone": gt.acc_only,
+                         "drop": gt.acc_part - gt.acc_only, "drop_low": gt.acc_part - gt.acc_only_high,
+                         "drop_high": gt.acc_part - gt.acc_only_low}).reset_index(drop=True)
+
+
+# -- CPU utilisation (Section V-B's 8% -> 80%) ------------------------------------------------------
+def util_shares(serv: pd.DataFrame) -> dict[str, pd.Series]:
+    """Per config (``accelerator_only``, ``offload``): the service process's CPU use per closed round at
+    the fine-tuned max concurrency, as a share of all the machine's cores (measured)."""
+    if serv is None or "kind" not in serv:
+        return {}
+    ut = serv[serv.kind == "util"]
+    return {c: (ut[ut.config == c].service_cores / ut[ut.config == c].machine_cores).reset_index(drop=True)
+            for c in ("accelerator_only", "offload") if (ut.config == c).any()}
+
+
+# -- Figure 4: the fitted coefficients' ratios, ours and the paper's -----------------------------------
+def fit_ratios(prof: pd.DataFrame, tolerance: float = 0.25) -> pd.DataFrame:
+    """Per pair with an accelerator fit: alpha_acc / alpha_CPU and beta_acc / beta_CPU of the base
+    experiment's fits, the paper's (Figure 4, Section V-B) and whether ours is within ``tolerance``
+    (relative) of the paper's (``holds``)."""
+    from . import paper_values as PV
+
+    fits = prof[(prof.kind == "fit") & (prof.experiment == "base")]
+    cpu = fits[fits.device == "cpu"]
+    acc = device(prof)
+    rows = []
+    if cpu.empty:
+        return pd.DataFrame(columns=["pair", "coef", "ours", "paper", "holds"])
+    cpu = cpu.iloc[0]
+    for pair in fits[fits.device == acc].pair.unique():
+        f = fits[(fits.device == acc) & (fits.pair == pair)].iloc[0]
+        paper = {"alpha": PV.ALPHA_RATIO.get(pair, np.nan),
+                 "beta": PV.BETA[pair]["accelerator"] / PV.BETA[pair]["cpu"] if pair in PV.BETA else np.nan}
+        for coef in ("alpha", "beta"):
+            ours = f[coef] / cpu[coef] if cpu[coef] else np.nan
+            p = paper[coef]
+            rows.append({"pair": pair, "coef": coef, "ours": ours, "paper": p,
+                         "holds": bool(np.isfinite(ours) and np.isfinite(p) and abs(ours / p - 1) <= tolerance)})
+    return pd.DataFrame(rows, columns=["pair", "coef", "ours", "paper", "holds"])
+
+
+# -- Figure 2's stand-in: answers after the SLO ------------------------------------------------------
+def late_answers(reqs: pd.DataFrame, slo_s: float) -> pd.DataFrame:
+    """Per config and answering device group (``accelerator`` / ``CPU``): answered requests, how many of
+    them came back after the SLO (latency from the intended send) and their share."""
+    cols = ["config", "outcome", "answered", "late", "share"]
+    if reqs is None or reqs.empty:
+        return pd.DataFrame(columns=cols)
+    a = reqs[reqs.outcome.isin(["accelerator", "CPU"])]
+    rows = [{"config": c, "outcome": o, "answered": len(g), "late": int((g.latency_s > slo_s).sum())}
+            for (c, o), g in a.groupby(["config", "outcome"], sort=False)]
+    out = pd.DataFrame(rows, columns=cols[:-1])
+    out["share"] = out.late / out.answered.where(out.answered > 0)
+    return out
+
+
+def not_fine_tuned_why(serv: pd.DataFrame | None, pair: str) -> str:
+    """Why a pair has no fine-tuned (serving) rows: the records' own words where a row says (a ``why``
+    column), else that the profile did not fine-tune it (its ``serving_pairs``)."""
+    if serv is not None and "why" in serv and "pair" in serv:
+        got = serv[(serv.pair == pair) & serv["why"].notna()]["why"]
+        if len(got):
+            return str(got.iloc[0])
+    return "not fine-tuned in this profile"

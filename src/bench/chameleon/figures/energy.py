@@ -4,30 +4,57 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import re
+
 import numpy as np
 import pandas as pd
 
 from ...core import plotting
 from ...core.figures import figure
 from .. import analysis
-from ._draw import label, log_dots, paper_point, where, write_csv
+from ._draw import busy_text, dataset_order, label, log_dots, nice_log_limits, paper_point, where, write_csv
 
 CAPTION = (
     "Table 5 (reproduced as ratios): energy per query of the CPU over that of ChamVS, per batch size; the "
-    "authors' Table 5 ratios as markers (their 1B-vector datasets), ours as bars. Ours are measured where a "
-    "power counter was readable, else MODELLED (the power implied by the paper's Table 5 and latency medians, "
-    "times our measured cpu or modelled fpga latency); here: {sources} (RAPL: {rapl}, NVML: {nvml}). Absolute "
-    "mJ, ours and the paper's, in the CSV beside this figure. {where}.")
+    "authors' Table 5 ratios as stars (their 1B-vector datasets), ours as dots, datasets in the study's order. "
+    "Ours are measured where a power counter was readable, else MODELLED: the power implied by the paper's "
+    "Table 5 and latency medians, times our measured cpu or modelled fpga latency; here: {sources} (RAPL: "
+    "{rapl}, NVML: {nvml}). {modelled}Absolute mJ, ours and the paper's, in the CSV beside this figure. {busy} "
+    "{where}.")
+POWER = re.compile(r"power implied by the paper \(([^)]+)\)")
 
 
-def _panel(ax, ds: str, g: pd.DataFrame, ratio_label, col: dict) -> None:
-    """One dataset: our cpu / fpga energy ratios per batch size, the paper's beside them."""
+def _power_arch(g: pd.DataFrame) -> str:
+    """The paper's system whose power our energy of these rows was modelled with (from the records' note)."""
+    found = sorted({m.group(1) for n in g.get("note", pd.Series(dtype=object)).dropna().astype(str)
+                    if (m := POWER.search(n))})
+    return "/".join(found)
+
+
+def _modelled_text(d: pd.DataFrame) -> str:
+    """What is modelled, per configuration: which paper system's power multiplies which of our latencies."""
+    parts = []
+    for c, g in d[d.source == "modelled"].groupby("config"):
+        by_arch = {}
+        for ds in dataset_order(g.dataset):
+            if a := _power_arch(g[g.dataset == ds]):
+                by_arch.setdefault(a, []).append(ds)
+        kind = "modelled" if c.startswith("fpga") else "measured"
+        if by_arch:
+            per = ", ".join(f"{a} ({', '.join(ds)})" for a, ds in by_arch.items())
+            parts.append(f"{c} energy = our {kind} {c} latency x the power the paper implies for its {per}")
+    return ("Modelled: " + "; ".join(parts) + ". ") if parts else ""
+
+
+def _panel(ax, ds: str, g: pd.DataFrame, ratio_label, col: dict) -> np.ndarray:
+    """One dataset: our cpu / fpga energy ratios per batch size, the paper's beside them; returns the values
+    drawn (the shared y axis is fitted to all panels')."""
     cpu = g[g.config == "cpu"].set_index("batch_size")
     bss = sorted(g.batch_size.unique())
     cfgs = sorted(g[g.config.str.startswith("fpga")].config.unique())
     if cpu.empty or not cfgs:
         plotting.not_run(ax, f"{ds}: no cpu and fpga energy rows")
-        return
+        return np.array([])
     ours = {c: cpu.energy_mj.reindex(bss) / g[g.config == c].set_index("batch_size").energy_mj.reindex(bss)
             for c in cfgs}
     paper = (cpu.paper_energy_mj / g[g.config == cfgs[0]].set_index("batch_size").paper_energy_mj).reindex(bss)
@@ -38,6 +65,7 @@ def _panel(ax, ds: str, g: pd.DataFrame, ratio_label, col: dict) -> None:
     paper_point(ax, np.arange(len(bss)), paper.values, "CPU / ChamVS energy (Table 5, 1B vectors)")
     ax.set_xticks(np.arange(len(bss)), [str(b) for b in bss])
     ax.set(title=f"{ds} (paper: {g.paper_dataset.iloc[0]})", xlabel="batch size")
+    return np.r_[np.concatenate([v.to_numpy(float) for v in ours.values()]), paper.to_numpy(float)]
 
 
 @figure("table5", records=("energy",), title="Table 5: energy efficiency over the CPU")
@@ -55,13 +83,18 @@ def table5(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     cpu_src = set(d[d.config == "cpu"].source)
 
     def ratio_label(c: str, src: str) -> str:   # the ratio is modelled if either energy is
-        return label(f"cpu / {c} energy", "modelled" if "modelled" in cpu_src | {src} else src)
+        modelled = "modelled" in cpu_src | {src}
+        arch = _power_arch(fp[fp.config == c])
+        how = f" (our {c} latency x the paper's {arch} power)" if modelled and src == "modelled" and arch else ""
+        return label(f"cpu / {c} energy{how}", "modelled" if modelled else src)
     col = plotting.colors(ratio_label(c, s) for c, s in zip(fp.config, fp.source))
-    for ax, (ds, g) in zip(axes, d.groupby("dataset")):
-        _panel(ax, ds, g, ratio_label, col)
+    drawn = [_panel(ax, ds, d[d.dataset == ds], ratio_label, col)
+             for ax, ds in zip(axes, dataset_order(d.dataset, prov))]
+    nice_log_limits(axes[0], np.concatenate(drawn))   # shared y: every value of every panel between labelled ticks
     axes[0].set_ylabel("energy efficiency over CPU (x)")
     plotting.legend_below(fig, ncol=3)
     counters = prov.get("power_counters", {})
     return plotting.save(fig, out_png, CAPTION.format(sources=", ".join(sorted(d.source.unique())),
                                                       rapl=counters.get("rapl"), nvml=counters.get("nvml"),
+                                                      modelled=_modelled_text(d), busy=busy_text(df),
                                                       where=where(prov)))

@@ -2,7 +2,9 @@
 Figure 12 (the accelerator ratio). Our models are scaled by the profile and run on the CPU; the authors'
 are full size on an RTX 3090, so the two are compared as ratios to inference only (retrieval's cost),
 never on one absolute axis; Figure 12's values from the authors' data are computed by the harness and
-labelled so."""
+labelled so. Our ratios carry their step-bootstrap interval and this machine's run-to-run noise (the spread of
+identical LM work between runs, from the records); a ratio whose interval, widened by that noise, straddles 1 is
+said to be below the noise, in the panel and the caption."""
 from __future__ import annotations
 
 import textwrap
@@ -11,12 +13,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from matplotlib.lines import Line2D
+
 from ...core import plotting
+from ...core.claims import ratio_ci
 from ...core.figures import figure
 from .. import analysis, paper_values
 from ..analysis import model_size as _size
-from ._draw import (COMPUTED_COLOR, COMPUTED_LABEL, label, log_dots, not_run_text, paper_point, plain_log_ticks,
-                    where, write_csv)
+from ._draw import (COMPUTED_COLOR, COMPUTED_LABEL, busy_text, label, legend_below_matching, log_dots,
+                    not_run_text, paper_point, plain_log_ticks, where, write_csv)
 
 PAPER_RALM_ARCH = {("S", "cpu"): "8CPU", ("L", "cpu"): "16CPU", ("S", "fpga-gpu"): "1FPGA-1GPU",
                    ("L", "fpga-gpu"): "2FPGA-1GPU"}
@@ -48,10 +53,92 @@ def _paper_ratio(metric: str, batch: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _cat_key(c: str) -> tuple:
+    """Figure 10's grid order: by retrieval interval, then the small model before the large one."""
+    model = c.split("\n")[0]
+    return int(c.split()[-1]), {"S": 0, "L": 1}.get(_size(model), 2), model
+
+
 def _cats(*frames) -> list[str]:
-    """The model / interval categories of any number of tables, by model then interval."""
+    """The model / interval categories of any number of tables, in the grid's order (interval, S then L)."""
     cats = {_cat(m, i) for f in frames for m, i in zip(f.model, f.interval)}
-    return sorted(cats, key=lambda c: (c.split("\n")[0], int(c.split()[-1])))
+    return sorted(cats, key=_cat_key)
+
+
+# --------------------------------------------------------------------------- noise of this machine
+def machine_noise(ralm: pd.DataFrame, batch: dict, stat=np.median) -> float:
+    """This machine's run-to-run noise as a factor: over models, the largest max/min of ``stat`` of the
+    non-retrieval steps' time across one model's runs (each interval and configuration is a run; those steps
+    do the same LM work in every run) at the model's batch ``batch[model]``; NaN with no two such runs."""
+    if "retrieval" not in ralm:
+        return float("nan")
+    d = ralm[(ralm.source != "not_run") & (ralm.step >= 0) & ~ralm.retrieval.fillna(True).astype(bool)]
+    d = d[d.batch_size == d.model.map(batch)]
+    spread = [v.max() / v.min() for _, g in d.groupby("model")
+              if len(v := g.groupby(["interval", "config", "rep"]).step_s.agg(stat)) > 1 and v.min() > 0]
+    return float(max(spread)) if spread else float("nan")
+
+
+def with_intervals(r: pd.DataFrame, d: pd.DataFrame, stat, noise: float, inverse: bool = False) -> pd.DataFrame:
+    """Our ratios (``r``: model, interval, config, ratio) with their step-bootstrap 95% interval (lo, hi;
+    ``stat`` of a configuration's step times over inference only's, inverted for tokens/s) and whether that
+    interval, widened by the machine's ``noise`` factor, straddles 1 (``below_noise``)."""
+    r = r.copy()
+    lo, hi = [], []
+    for x in r.itertuples():
+        g = d[(d.model == x.model) & (d.interval == x.interval)]
+        a, b = g[g.config == x.config].step_s, g[g.config == "none"].step_s
+        est, l_, h_ = ratio_ci(b, a, stat) if inverse else ratio_ci(a, b, stat)
+        ok = np.isfinite(est) and est > 0
+        lo.append(x.ratio * l_ / est if ok else np.nan)
+        hi.append(x.ratio * h_ / est if ok else np.nan)
+    r["lo"], r["hi"] = lo, hi
+    n = noise if np.isfinite(noise) else 1.0
+    r["below_noise"] = (r.lo / n <= 1) & (r.hi * n >= 1)
+    return r
+
+
+def noise_note(r: pd.DataFrame, noise: float) -> str:
+    """The ratio panel's short note: what the shaded band is and how many ratios are below the noise."""
+    k, n = int(r.below_noise.sum()), int(r.ratio.notna().sum())
+    if not np.isfinite(noise):
+        return (f"no noise estimate (no two runs of the same LM work); {k} of {n} ratios' intervals "
+                f"straddle 1")
+    return (f"shaded: this machine's noise (the same LM work varied {noise:.2f}x between runs).\n"
+            f"A ratio whose interval, widened by it, straddles 1 is below this noise: {k} of our {n} here.")
+
+
+def noise_caption(r: pd.DataFrame, noise: float, what: str) -> str:
+    """The caption's account of the noise, computed from the records: the noise factor, the ratios below it,
+    the ratios no real retrieval cost can give (above 1 for tokens/s, below 1 for latency) and those that move
+    the wrong way as the interval grows (tokens/s only: fewer retrievals can only bring it closer to 1; the
+    median step of Figure 10 is an LM-only step at intervals of 8 and more, so there it is noise anyway)."""
+    txt = (f"Error bars: step-bootstrap 95% intervals (one run each, so they miss the spread between runs). "
+           + (f"This machine's run-to-run noise, from the records: steps without retrieval (the same LM work in "
+              f"every run) differ up to {noise:.2f}x between runs of one model (shaded band {1 / noise:.2f}-"
+              f"{noise:.2f}); " if np.isfinite(noise) else "No two runs of the same LM work to estimate this "
+              "machine's run-to-run noise; ")
+           + f"{int(r.below_noise.sum())} of our {int(r.ratio.notna().sum())} ratios have an interval that, widened "
+           f"by it, straddles 1: they are below this machine's noise and say nothing about retrieval's cost.")
+    impossible = r[(r.ratio > 1) if what == "tokens" else (r.ratio < 1)].sort_values(["model", "interval"])
+    if len(impossible):
+        side = ("above 1 (retrieval cannot raise tokens/s)" if what == "tokens"
+                else "below 1 (retrieval cannot make a step faster)")
+        txt += (f" Ratios {side}, so noise: "
+                + ", ".join(f"{x.model} int {int(x.interval)} {x.config} {x.ratio:.2f}"
+                            for x in impossible.itertuples())
+                + ".")
+    wrong = []
+    for (m, c), g in r.sort_values("interval").groupby(["model", "config"]):
+        v = g.ratio.to_numpy()
+        dist = np.abs(np.log(v))            # a larger interval retrieves less: the ratio can only near 1
+        if what == "tokens" and (dist[1:] > dist[:-1] * 1.05).any():
+            wrong.append(f"{m} {c} at int {'/'.join(str(int(i)) for i in g.interval)}: "
+                         + ", ".join(f"{x:.2f}" for x in v))
+    if wrong:
+        txt += (" Moving away from 1 as the interval grows (fewer retrievals can only bring a ratio nearer 1), so "
+                "noise: " + "; ".join(wrong) + ".")
+    return txt
 
 
 def not_run_reasons(slots: pd.DataFrame) -> str:
@@ -69,33 +156,57 @@ def _slot_text(recorded: bool, reasons_below: bool = True) -> str:
     return "not run\n(reason\nbelow)" if reasons_below else "not run\n(see its\npanel)"
 
 
+def _positions(labs: list, paper_cfgs: list) -> dict:
+    """x offset within a category of each of our series and each of the authors': the authors' value of a
+    configuration in its own slot just right of ours, the others after them, so no two markers touch."""
+    order = []
+    for lab in labs:
+        order.append(("ours", lab))
+        if lab.split(" [")[0] in paper_cfgs:
+            order.append(("paper", lab.split(" [")[0]))
+    order += [("paper", c) for c in paper_cfgs if ("paper", c) not in order]
+    w = 0.84 / max(len(order), 1)
+    return {key: (k - (len(order) - 1) / 2) * w for k, key in enumerate(order)}
+
+
 def _ratio_panel(ax, ours: pd.DataFrame, paper: pd.DataFrame, col: dict, ylabel: str, slots: pd.DataFrame,
-                 reasons_below: bool = True) -> None:
-    """Ours (dots, per config) and the authors' (markers, just right of ours) ratios to inference only, per
-    model / interval; a slot the paper has and we did not run says so, with the records' reason."""
+                 noise: float, reasons_below: bool = True) -> None:
+    """Ours (dots with their intervals, per config) and the authors' (markers, in their own slot right of
+    ours) ratios to inference only, per model / interval, over this machine's noise band with a note on it; a
+    slot the paper has and we did not run says so, with the records' reason."""
     cats = _cats(ours, paper, slots)
     labs = sorted(ours.label.unique())
-    w = 0.8 / max(len(labs), 1)
-    for j, lab in enumerate(labs):
+    paper_cfgs = [c for c in PAPER_MARK if c in set(paper.config)]
+    pos = _positions(labs, paper_cfgs)
+    if np.isfinite(noise):
+        ax.axhspan(1 / noise, noise, color="0.5", alpha=0.13, lw=0, zorder=0,
+                   label="this machine's run-to-run noise (same LM work, between runs)")
+    for lab in labs:
         g = ours[ours.label == lab]
-        x = [cats.index(_cat(m, i)) + (j - (len(labs) - 1) / 2) * w for m, i in zip(g.model, g.interval)]
-        ax.plot(x, g.ratio, "o", ms=8, color=col[lab], label=lab)
-    for cfg, mk in PAPER_MARK.items():   # just right of our dot of the same configuration, else either side
+        x = [cats.index(_cat(m, i)) + pos[("ours", lab)] for m, i in zip(g.model, g.interval)]
+        err = [(g.ratio - g.lo).clip(lower=0).fillna(0), (g.hi - g.ratio).clip(lower=0).fillna(0)]
+        ax.errorbar(x, g.ratio, yerr=err, fmt="o", ms=7, color=col[lab], ecolor=col[lab], elinewidth=1.2,
+                    capsize=2.5, label=lab, zorder=3)
+    for cfg in paper_cfgs:
         p = paper[paper.config == cfg]
-        mine = [lab for lab in labs if lab.split(" [")[0] == cfg]
-        off = ((labs.index(mine[0]) - (len(labs) - 1) / 2) * w + w / 3) if mine else (-0.15 if cfg == "cpu" else 0.15)
-        paper_point(ax, [cats.index(_cat(m, i)) + off for m, i in zip(p.model, p.interval)], p.ratio,
-                    f"{'CPU' if cfg == 'cpu' else 'FPGA-GPU'} retrieval (full-size models, RTX 3090)", mk)
+        paper_point(ax, [cats.index(_cat(m, i)) + pos[("paper", cfg)] for m, i in zip(p.model, p.interval)], p.ratio,
+                    f"{'CPU' if cfg == 'cpu' else 'FPGA-GPU'} retrieval (full-size models, RTX 3090)", PAPER_MARK[cfg])
     have = {_cat(m, i) for m, i in zip(ours.model, ours.interval)}
     recorded = {_cat(m, i) for m, i in zip(slots.model, slots.interval)}
+    top = np.nanmax(np.r_[ours.hi.to_numpy(float), ours.ratio.to_numpy(float), paper.ratio.to_numpy(float),
+                          [noise if np.isfinite(noise) else 1.0]])
+    ax.set_ylim(0, top * 1.32)   # headroom for the note and the "not run" texts above every value
     for k, c in enumerate(cats):
         if c not in have:
             why = _slot_text(c in recorded, reasons_below)
             ax.text(k, 0.97, why, ha="center", va="top", fontsize="x-small", color="0.3",
                     transform=ax.get_xaxis_transform())
+    ax.text(0.005, 0.985, noise_note(ours, noise), transform=ax.transAxes, ha="left", va="top", fontsize="x-small",
+            color="0.15", bbox={"boxstyle": "round,pad=0.25", "fc": "white", "ec": "0.7", "lw": 0.6})
     ax.axhline(1, color="grey", lw=0.8)
     ax.set_xticks(range(len(cats)), cats, fontsize="small")
-    ax.set(ylabel=ylabel, ylim=(0, None))
+    ax.set_xlim(-0.5, len(cats) - 0.5)
+    ax.set(ylabel=ylabel)
     if reasons_below and (~slots.ran).any():
         ax.set_xlabel("not run, the records' reasons:\n" + not_run_reasons(slots), fontsize="x-small")
 
@@ -166,8 +277,8 @@ def _fig10_slot(tr, dist, slot, d: pd.DataFrame, col: dict, nr: pd.DataFrame) ->
         ax.set_yscale("log")
         plain_log_ticks(ax.yaxis)
     dist.sharey(tr)
-    dist.tick_params(labelleft=False)
-    dist.set_title("distribution", fontsize="x-small")
+    dist.set_title("distribution (all steps)", fontsize="small")
+    dist.set_ylabel("ms per step", fontsize="small")
     tr.set_xlabel("generation step", fontsize="small")
     tr.set_ylabel("ms per step", fontsize="small")
 
@@ -181,7 +292,9 @@ FIG10_CAPTION = (
     "fpga-* retrieval modelled. A pair with no rows says 'not run' and the records' own reason. Last panel: "
     "median step latency over inference only, ours (dots) and the authors' per configuration (markers: their "
     "CPU baseline, 8 cores for S / 16 for L, and FPGA-GPU; full-size models on an RTX 3090, 512 steps), the "
-    "paper's values drawn as ratios because the scales differ. {not_run} {where}.")
+    "paper's values drawn as ratios because the scales differ, in the grid's order. At intervals of 8 and more "
+    "most steps do not retrieve, so the median step is an LM-only step in every configuration and its ratio is 1 "
+    "but for noise. {noise} {busy} {not_run} {where}.")
 
 
 @figure("fig10", records=("ralm",), title="Figure 10: RALM latency per generation step")
@@ -198,13 +311,19 @@ def fig10(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
         _fig10_slot(tr_s, di_s, s_slot, d, col, nr)
         _fig10_slot(tr_l, di_l, l_slot, d, col, nr)
     steps = int(d.step.max()) + 1 if len(d) else None
-    _ratio_panel(rat, _step_ratios(d), _paper_ratio("median_step_ms", "one"), col,
-                 "median step latency / inference only", slots, reasons_below=False)
+    noise = machine_noise(df, dict.fromkeys(df.model.unique(), 1), np.median)
+    ours = with_intervals(_step_ratios(d), d, np.median, noise)
+    _ratio_panel(rat, ours, _paper_ratio("median_step_ms", "one"), col,
+                 "median step latency / inference only", slots, noise, reasons_below=False)
     rat.set_title("retrieval's cost: ours vs paper (batch 1)", fontsize="small")
-    plotting.legend_below(fig, ncol=3)
+    # ours are lines in the traces and dots in the last panel: the legend shows both
+    legend_below_matching(fig, {lab: Line2D([], [], color=c, lw=1, marker="o", ms=6) for lab, c in col.items()
+                                if lab in set(ours.label)}, ncol=3)
     layers = ", ".join(str(int(v)) for v in sorted(d.layers.dropna().unique()))
     cfg_nr = not_run_text(analysis.configs_not_run(df).assign(source="not_run"))
-    return plotting.save(fig, out_png, FIG10_CAPTION.format(layers=layers, steps=steps, not_run=cfg_nr, where=where(prov)))
+    return plotting.save(fig, out_png, FIG10_CAPTION.format(
+        layers=layers, steps=steps, noise=noise_caption(ours, noise, "latency"), busy=busy_text(df), not_run=cfg_nr,
+        where=where(prov)))
 
 
 @figure("fig11", records=("ralm",), title="Figure 11: RALM throughput")
@@ -234,13 +353,17 @@ def fig11(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     none = t[t.config == "none"].set_index(["model", "interval"]).tokens_per_s
     r = t[t.config != "none"].copy()
     r["ratio"] = [x.tokens_per_s / none.get((x.model, x.interval), np.nan) for x in r.itertuples()]
-    _ratio_panel(a2, r, paper, col, "tokens/s / inference only", slots)
+    batch = t.groupby("model").batch_size.first().to_dict()
+    steps = df[(df.source != "not_run") & (df.batch_size == df.model.map(batch))]
+    noise = machine_noise(df, batch, np.mean)   # tokens/s is total steps over total time: the mean
+    r = with_intervals(r, steps, np.mean, noise, inverse=True)
+    _ratio_panel(a2, r, paper, col, "tokens/s / inference only", slots, noise)
     a2.set_title("retrieval's cost: ours vs paper (throughput batch)", fontsize="small")
     plotting.legend_below(fig, ncol=3)
-    return plotting.save(fig, out_png, _fig11_caption(t, df, prov))
+    return plotting.save(fig, out_png, _fig11_caption(t, df, prov, noise_caption(r, noise, "tokens")))
 
 
-def _fig11_caption(t: pd.DataFrame, df: pd.DataFrame, prov: dict) -> str:
+def _fig11_caption(t: pd.DataFrame, df: pd.DataFrame, prov: dict, noise: str) -> str:
     pr = paper_values.ralm()
     return (f"Figure 11 (reproduced): RALM throughput at the profile's throughput batch "
             f"({', '.join(f'{m}: {int(b)}' for m, b in t.groupby('model').batch_size.first().items())}), by model and "
@@ -248,7 +371,7 @@ def _fig11_caption(t: pd.DataFrame, df: pd.DataFrame, prov: dict) -> str:
             f"fpga-* retrieval modelled). Bottom: tokens/s over inference only, ours (dots) and the authors' per "
             f"configuration (markers; full-size models on an RTX 3090 at batch 64 (S) / 8 (L), "
             f"{pr.median_tokens_per_s.min():.1f}-{pr.median_tokens_per_s.max():.0f} tokens/s). An interval not run "
-            f"says so, with the records' reason under the bottom panel. "
+            f"says so, with the records' reason under the bottom panel. {noise} {busy_text(df)} "
             f"{not_run_text(analysis.configs_not_run(df).assign(source='not_run'))} "
             f"{where(prov)}.")
 
@@ -259,7 +382,7 @@ def _fig12_ours(ax, ours: pd.DataFrame) -> None:
         plotting.not_run(ax, "no inference-only LM runs or no search throughput of the RALM datasets")
         return
     col = plotting.colors(ours.label)
-    cats = sorted({_cat(m, i) for m, i in zip(ours.model, ours.interval)}, key=lambda c: (c.split("\n")[0], int(c.split()[-1])))
+    cats = _cats(ours)
     labs = sorted(ours.label.unique())
     w = 0.8 / len(labs)
     for j, lab in enumerate(labs):
@@ -272,13 +395,16 @@ def _fig12_ours(ax, ours: pd.DataFrame) -> None:
 
 
 def _fig12_authors(ax, auth: pd.DataFrame) -> None:
+    auth = auth.assign(_k=[_cat_key(_cat(m, i)) for m, i in zip(auth.model, auth.interval)]).sort_values("_k")
     cats = [_cat(m, i) for m, i in zip(auth.model, auth.interval)]
     x = np.arange(len(cats))
     log_dots(ax, x, auth.ratio, color=COMPUTED_COLOR, label=COMPUTED_LABEL)
     ax.axhspan(*PAPER_FIG12_RANGE, color=plotting.PAPER_COLOR, alpha=0.12,
                label=plotting.label_source("range stated in the text: 0.2-442", "paper"))
     for xi, (_, r) in zip(x, auth.iterrows()):
-        ax.annotate(f"{r.ratio:.3g}" if r.ratio < 1000 else f"{r.ratio:.0f}", (xi, r.ratio), ha="center", va="bottom", fontsize="x-small")
+        ax.annotate(f"{r.ratio:.3g}" if r.ratio < 1000 else f"{r.ratio:.0f}", (xi, r.ratio), textcoords="offset points",
+                    xytext=(0, 9), ha="center", va="bottom", fontsize="x-small", zorder=6,
+                    bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.9})
     ax.set_xticks(x, cats, fontsize="small")
     ax.set(ylabel="LM engines (GPUs) per search engine", ylim=(0.05, auth.ratio.max() * 4),
            title="from the authors' archived throughputs (1B vectors, RTX 3090)")

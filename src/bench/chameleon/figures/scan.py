@@ -10,7 +10,7 @@ import pandas as pd
 from ...core import plotting
 from ...core.figures import figure
 from .. import analysis
-from ._draw import not_run_text, where
+from ._draw import dataset_order, not_run_text, where
 
 
 @figure("scan", records=("scan",), title="torch PQ scan against faiss on the same lists")
@@ -18,7 +18,7 @@ def scan(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     df = data["scan"]
     prov = df.attrs["provenance"]
     d = analysis.scan_measured(df)
-    dsets, impls = sorted(d.dataset.unique()), sorted(d.impl.unique())
+    dsets, impls = dataset_order(d.dataset, prov), sorted(d.impl.unique())
     col = plotting.colors(impls)
     fig, (a1, a2) = plotting.start(2, w=5, h=4.4)
     w = 0.8 / len(impls)
@@ -29,9 +29,10 @@ def scan(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
         a1.bar(x, s["median"], w, yerr=[s["median"] - s["min"], s["max"] - s["median"]], color=col[impl],
                label=f"{impl} (measured)", capsize=3)
         a2.bar(x, g.gbps_per_core.median().reindex(dsets), w, color=col[impl])
-    a2.axhspan(1.0, 1.2, color=plotting.PAPER_COLOR, alpha=0.15,
+    a2.axhspan(1.0, 1.2, color=plotting.PAPER_COLOR, alpha=0.15, lw=0, zorder=0.5,   # behind the bars
                label=plotting.label_source("faiss about 1.0-1.2 GB/s per core (Xeon 8259CL)", "paper"))
     for a, yl in ((a1, "scan time (s, median, min-max)"), (a2, "PQ-code GB/s per core (median)")):
+        a.set_axisbelow(True)   # grid lines behind the bars too
         a.set_xticks(np.arange(len(dsets)), dsets)
         a.set(ylabel=yl, xlabel="")
     plotting.legend_below(fig, ncol=3)

@@ -53,7 +53,7 @@ def _cuda_rows(layout, xq, Iq, k, Dq_t, repeats, faiss_ids, base) -> list[dict]:
             for r, s in enumerate(tc.runs)]
 
 
-@step("scan", needs=("manifest", "index"))
+@step("scan", needs=("manifest", "index"), processes=True)
 def scan(ctx: Context) -> Result:
     """Torch PQ scan vs faiss scan of the same lists, on ``scan.threads`` threads (1 = per core)."""
     import torch
@@ -72,18 +72,19 @@ def scan(ctx: Context) -> Result:
     nbytes = layout.code_bytes(Iq)
     Dq_t = torch.from_numpy(Dq)
     fa, tt = _alternating(lambda: pqscan.faiss_scan(idx, xq, Iq, Dq, p.k),
-                          lambda: pqscan.scan(layout, xq, Iq, p.k, coarse_dist=Dq_t), p.scan.repeats)
+                          lambda: pqscan.scan(layout, xq, Iq, p.k, coarse_dist=Dq_t), ctx.share(p.scan.repeats))
     ov = pqscan.overlap(fa.results[0][1], tt.results[0][1].numpy())
     base = {"dataset": dataset, "threads": nthreads, "n_queries": len(xq), "bytes": nbytes, "m": layout.m}
     rows = _cpu_rows(fa, tt, ov, base, nbytes, nthreads)
-    rows += _cuda_rows(layout, xq, Iq, p.k, Dq_t, p.scan.repeats, fa.results[0][1], base)
+    rows += _cuda_rows(layout, xq, Iq, p.k, Dq_t, ctx.share(p.scan.repeats), fa.results[0][1], base)
     df = pd.DataFrame(rows)
     summary = records.summarize_runs(df[df.source == "measured"], ["dataset", "impl", "device"], "seconds")
     return Result(
         records=df, summary=summary, dataset_id=f"{dataset} ({ds.id})", dataset_checksum=ds.checksum,
         method=f"PQ scan only (coarse assignment precomputed, identical lists for both): faiss "
                f"search_preassigned vs the torch kernel (lookup tables, gather-sum, top-K) on {nthreads} "
-               f"thread(s); {p.scan.repeats} timed runs of each after 1 warm-up, faiss and torch alternating "
+               f"thread(s); {ctx.shared_total(p.scan.repeats)} timed runs of each in {ctx.processes} fresh "
+               f"process(es) of the step, each after 1 warm-up, faiss and torch alternating "
                f"(the ratio is the median of per-pair ratios); GB/s = bytes of m-byte PQ codes scanned / "
                f"time / threads.",
         provenance={"scan_thread_settings": settings})

@@ -7,8 +7,9 @@ from ...core.figures import Registry
 DESCRIPTIONS = {
     "eq4": (
         "ESPN equation 4: query batch threshold = SSD bandwidth x prefetch budget / data per query, with "
-        "the bandwidth of our reader and of fio measured on the same file and the measured prefetch "
-        "budget, next to the observed knee of Figures 8/9; the paper's 12 and 192 drawn as stars."
+        "the bandwidth of our reader (and of fio, where it is installed) measured on the same file and "
+        "the measured prefetch budget, next to the observed knee of Figures 8/9; the paper's 12 and 192 "
+        "drawn as stars."
     ),
     "fig1": (
         "ESPN Figure 1: end-to-end query latency broken down into encode, ANN search, prefetch wait, "
@@ -20,7 +21,7 @@ DESCRIPTIONS = {
     "fig10": (
         "ESPN Figure 10 (modelled, as in the paper): batch query latency and throughput from the measured "
         "ANN time, critical-path access and MaxSim time per batch size; the paper's batch threshold 12 "
-        "drawn."
+        "drawn as a dotted line."
     ),
     "fig5": (
         "ESPN Figure 5: recall@1000 of the CLS candidate list (IVF over 128-d CLS vectors, ir_measures "

@@ -65,9 +65,10 @@ def series_label(series: str, iops=None) -> str:
 
 @functools.lru_cache(maxsize=1)
 def backend_colors() -> dict:
-    """One colour per back end in every panel (gds, never run here, takes the palette's next colour)."""
-    return {**plotting.colors(["direct", "direct_prefetch", "memory", "mmap", "vm_swap"]),
-            "gds": plotting.colors([f"c{i}" for i in range(6)])["c5"]}
+    """One colour per back end in every panel (gds, never run here, takes the palette's next colour; swap
+    takes sky blue, not the palette's tan, which is too close to the prefetcher's orange)."""
+    return {**plotting.colors(["direct", "direct_prefetch", "memory", "mmap"]),
+            "vm_swap": plotting.COLORBLIND[7], "gds": plotting.COLORBLIND[5]}
 
 
 def plain_log2(ax) -> None:

@@ -79,14 +79,18 @@ def _tables45_paper(ax, table: int = 4):
         values, xlabel = PV.TABLE4_MS, "(memory limit - ANN index) / BOW table, MS MARCO v1"
     else:
         x, values, xlabel = PV.TABLE5_MEMORY_GB, PV.TABLE5_MS, "memory limit (GB), MS MARCO v2"
+    oom = []
+    drawn = [b for b, v in values.items() if not all(y is None for y in v)]
     for b, v in values.items():
-        if all(y is None for y in v):
-            ax.text(0.02, 0.02, f"{S.PAPER_NAMES[b]}: out of memory at every limit", transform=ax.transAxes,
-                    fontsize="x-small", color="0.3")
+        if b not in drawn:
+            oom.append(f"{S.PAPER_NAMES[b]}: out of memory at every limit")
             continue
+        i = drawn.index(b)   # stars shrink series by series: where values coincide they nest, none hidden
         ax.plot(x, [np.nan if y is None else y for y in v], **{**plotting.PAPER_STYLE, "color": S.backend_colors()[b],
-                "markeredgecolor": "k", "linestyle": "--"}, label=f"paper: {S.PAPER_NAMES[b]}")
+                "markeredgecolor": "k", "linestyle": "--", "markersize": 17 - 3 * i, "zorder": 5 + i},
+                label=f"paper: {S.PAPER_NAMES[b]}")
     ax.set(xlabel=xlabel, ylabel="latency (ms)")
+    return oom
 
 
 
@@ -103,10 +107,10 @@ def tables45(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     emu_nr = nr[(nr.ssd == "emulated") & ~nr.series.isin(piv.index)]
     why = str(emu_nr.reason.iloc[0]).removeprefix("emulated SSD: ") if len(emu_nr) else ""
     axes[0].set_title(f"ours: {_scale(df)}" + (f"\nemulated SSD not run: {why}" if why else ""))
-    _tables45_paper(axes[1], 4)
-    axes[1].set_title("paper, Table 4: 16.8 GB BOW table, 8.8M passages", fontsize="medium")
-    _tables45_paper(axes[2], 5)
-    axes[2].set_title("paper, Table 5: 255.4 GB BOW table, MS MARCO v2", fontsize="medium")
+    for ax, table, title in ((axes[1], 4, "paper, Table 4: 16.8 GB BOW table, 8.8M passages"),
+                             (axes[2], 5, "paper, Table 5: 255.4 GB BOW table, MS MARCO v2")):
+        oom = _tables45_paper(ax, table)
+        ax.set_title("\n".join([title, *oom]), fontsize="medium")
     plotting.legend_below(fig, ncol=3)
     caption = ("Tables 4/5: end-to-end query latency per back end and memory budget (median of per-run means; "
                "spread in the CSV). Middle: the paper's Table 4 (its direct reads are GPUDirect Storage, GDS) with "
@@ -117,7 +121,8 @@ def tables45(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
                "(the table is evicted only before each pass), unlike the paper's 16.8 GB table. Rows not run on this machine (e.g. virtual memory + swap "
                "without swap) are blank with the reason in the table. Series marked [measured on an emulated SSD] "
                "(diamonds, set side by side where they coincide) ran on the same disk under a read-IOPS throttle "
-               "(cgroup blkio (v1) or io.max (v2)).")
+               "(cgroup blkio (v1) or io.max (v2)). The paper's stars shrink series by series, so where two of its "
+               "back ends coincide (e.g. swap and the prefetcher at 1.53) the smaller star sits inside the larger.")
     return plotting.save(fig, out_png, caption) + S.table(_tables45_table(piv, nr, iops), out_png)
 
 

@@ -31,8 +31,9 @@ def fig7(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
         k = sorted(pts[pts.ds == ds].eta.unique()).index(eta)
         hollow = ({"markerfacecolor": "none", "markeredgewidth": 1.4, "markeredgecolor": plotting.PAPER_COLOR}
                   if ds == "v2" else {})
-        ax.plot(p.step * 100 + (i - 1.5) * 0.6, p.hr * 100,
-                **{**plotting.PAPER_STYLE, "marker": marks[(ds, k)], "markersize": 9, **hollow},
+        ax.plot(p.step * 100 + (i - 1.5) * 1.5, p.hr * 100,   # set apart so none sits on another or on ours
+                **{**plotting.PAPER_STYLE, "marker": marks[(ds, k)], "markersize": 13 if marks[(ds, k)] == "*" else 9,
+                   "zorder": 6, **hollow},
                 label=f"paper: MS MARCO {ds}, nprobe {eta} (section 5.2)")
     ax.set(xlabel="prefetch step (% of nprobe)", ylabel="hit rate (%)", title="Figure 7: prefetch hit rate")
     plotting.legend_below(fig, ncol=2)

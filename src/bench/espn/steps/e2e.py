@@ -28,15 +28,17 @@ METHOD = ("End-to-end latency per query (wall clock): live query encoding, ANN (
           "configuration runs in its own process; memory budgets enforced by the mechanism in the "
           "`mechanism` column; the table is evicted from the page cache (posix_fadvise DONTNEED, "
           "MADV_DONTNEED for mmap) before each pass; {warmup} warm-up pass(es) of {wq} queries, then {repeats} "
-          "measured passes of {nq} queries; warm-up rows reported apart (phase). "
+          "measured passes of {nq} queries in all, split over {procs} fresh process(es) of the step (column "
+          "process), each with its own workers and warm-up; warm-up rows reported apart (phase). "
           "Rows with ssd = emulated were measured on an emulated slower SSD: the worker joined a cgroup "
           "capping reads from the table's disk (cgroup blkio (v1) blkio.throttle.read_iops_device or "
           "io.max (v2) riops, ssd_read_iops); their source is emulated and they are reported apart from "
           "the native rows.")
 
-def _method(p: Params) -> str:
-    return METHOD.format(warmup=p.warmup, wq=p.warmup_queries or p.e2e_queries, repeats=p.repeats,
-                         nq=p.e2e_queries)
+def _method(ctx: Context) -> str:
+    p, procs = ctx.params, ctx.processes
+    return METHOD.format(warmup=p.warmup, wq=p.warmup_queries or p.e2e_queries, repeats=ctx.shared_total(p.repeats),
+                         nq=p.e2e_queries, procs=procs)
 
 
 # glibc in every e2e worker: two arenas, and fixed (not self-adjusting) thresholds high enough that the
@@ -105,6 +107,7 @@ def spawn_worker(ctx: Context, label, budget, kinds, mech, blkio_iops: int | Non
     with tempfile.TemporaryDirectory(prefix="espn-worker-") as td:
         outp = Path(td) / "rows.parquet"
         section = ctx.section or as_dict(ctx.params)   # the validated section, as the worker rebuilds Params
+        section = {**section, "repeats": ctx.share(ctx.params.repeats)}   # this process's share
         cmd = [sys.executable, "-m", "bench", "espn", "e2e-worker", "--build", str(ctx.input("build")),
                "--params", json.dumps(section), "--budget", json.dumps(budget), "--label", label,
                "--kinds", ",".join(kinds), "--mechanism", mech, "--seed", str(ctx.seed),
@@ -125,7 +128,7 @@ def spawn_worker(ctx: Context, label, budget, kinds, mech, blkio_iops: int | Non
                          for k in kinds])
 
 
-@step("e2e", needs=("build",))
+@step("e2e", needs=("build",), processes=True)
 def e2e(ctx: Context) -> Result:
     """The ``e2e`` step: the build (the workers read the query texts from the
     manifest the build names)."""
@@ -148,4 +151,4 @@ def e2e(ctx: Context) -> Result:
     summ = records.summarize_runs(m, ["ssd", "backend", "budget"], "total_s") if len(m) else None
     prov = inputs.provenance(b, budget_mechanism=mech, cgroup_unavailable_reason=None if ok else why,
                              worker_env=MALLOC_ENV, stale_cgroups_removed=[str(p) for p in stale])
-    return Result(records=df, summary=summ, method=_method(ctx.params), provenance=prov, **inputs.result_ids(b))
+    return Result(records=df, summary=summ, method=_method(ctx), provenance=prov, **inputs.result_ids(b))

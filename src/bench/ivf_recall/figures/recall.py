@@ -35,11 +35,11 @@ def recall_vs_nprobe(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]
         a1.plot(g.nprobe, g.recall, ls=styles[ds][0], marker=styles[ds][1], ms=5, color=kcol[k], label=f"_{k} {ds}")
     a1.set(ylim=(0, 1.02), xlabel="nprobe", ylabel="k-recall@k", title="recall against nprobe")
     a1.set_xscale("log", base=2)
-    first = a1.legend([Line2D([], [], color=c, lw=2) for c in kcol.values()], list(kcol), title="k", ncol=3,
-                      fontsize="small", loc="upper left", bbox_to_anchor=(0, -0.18), frameon=False)
+    first = a1.legend([Line2D([], [], color=c, lw=2) for c in kcol.values()], list(kcol), title="k", ncol=1,
+                      fontsize="small", loc="upper left", bbox_to_anchor=(0, -0.16), frameon=False)
     a1.add_artist(first)
     a1.legend([Line2D([], [], color="0.3", ls=st[0], marker=st[1]) for st in styles.values()], list(styles),
-              title="dataset", ncol=2, fontsize="small", loc="upper left", bbox_to_anchor=(0.55, -0.18), frameon=False)
+              title="dataset", ncol=1, fontsize="small", loc="upper left", bbox_to_anchor=(0.5, -0.16), frameon=False)
     # datasets: the left panel's line styles and markers, in colours the recall@k series do not use
     markers = ["o", "X", "s", "^", "D"]
     for i, (ds, g) in enumerate(q.groupby("dataset")):

@@ -14,20 +14,31 @@ from .. import paper_values as P
 from . import _draw as D
 
 
+def config_style(cfgs, par: str, n: int) -> dict:
+    """Colour and marker of configuration (par, n) where the points are configurations, not loaders: the
+    loaders' colours (every other loaders figure) are not used. Shades of purple, darker with more
+    replicas; DP a filled circle, DDP a hollow square."""
+    import matplotlib.pyplot as plt
+
+    ns = sorted({c[1] for c in cfgs})
+    shade = 0.7 if len(ns) == 1 else 0.5 + 0.4 * ns.index(n) / (len(ns) - 1)
+    colour = plt.cm.Purples(shade)
+    return {"color": colour, "marker": "o", "mfc": colour} if par == "dp" else {"color": colour, "marker": "s",
+                                                                                  "mfc": "none"}
+
+
 @figure("fig1_step_time_share", records=("train",), title="share of step time in the DataLoader")
 def fig1_step_time_share(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     df = data["train"]
     st = A.steps(A.grid(df))
     cfgs, loaders = A.configs(df), A.grid_loaders(df)
     labels = [D.label(*c) for c in cfgs]
-    col = plotting.colors(labels)
     fig, (ax,) = plotting.start(1, w=7.5, h=0.5 * len(loaders) + 2.2)
-    marks = "osD^v<>"
     for k, ((par, n), lab) in enumerate(zip(cfgs, labels)):
         share = A.wait_share(st, par, n, loaders)
         y = [loaders.index(l) + (k - (len(cfgs) - 1) / 2) * 0.12 for l in share]
-        ax.plot(list(share.values()), y, marks[k % len(marks)], color=col[lab], ms=7, ls="none",
-                label=f"ours, {lab} (measured)")
+        ax.plot(list(share.values()), y, ls="none", ms=7, mew=1.8, label=f"ours, {lab} (measured)",
+                **config_style(cfgs, par, n))
     ax.plot([100 * P.FIG1_DATALOADER_SHARE], [len(loaders)], **D.P_STYLE,
             label="paper Fig. 1: ir_datasets, 500 steps, GPU profiler (its GPU count is not stated)")
     ax.set_yticks(range(len(loaders) + 1), [*loaders, "paper (ir_datasets)"])
@@ -36,12 +47,13 @@ def fig1_step_time_share(data: dict[str, pd.DataFrame], out_png: Path) -> list[P
            title="time in the DataLoader per step")
     if not cfgs:
         plotting.not_run(ax, "no grid runs in the records")
-    plotting.legend_below(fig, ncol=2)
+    plotting.legend_below(fig, ncol=min(3, len({c[1] for c in cfgs}) + 1))   # DP above DDP per column
     cap = (f"Figure 1 of the paper, measured: the share of the mean step time spent waiting for the "
            f"DataLoader's batch (reading + tokenization), per loader and configuration (measured steps only, "
            f"warm-up excluded; parts averaged over ranks); the rest is the host-to-device copy and "
            f"forward + backward + optimizer. The paper's 17.8% (ir_datasets, Tensorboard profiler, 500 steps, GPU) "
-           f"is in its own row: the paper does not say on how many GPUs. {D.impl(df)}. "
+           f"is in its own row: the paper does not say on how many GPUs. Configurations in purples (darker: more "
+           f"replicas; DP filled circles, DDP hollow squares), not the loaders' colours. {D.impl(df)}. "
            f"Scale: {D.scale(df)}; {P.SCALE}. On CPU the copy is empty and compute is far slower than on a GPU, "
            f"so the data share is smaller there than on the paper's GPUs.")
     return plotting.save(fig, out_png, cap)
@@ -102,16 +114,18 @@ def table1_samples_per_s(data: dict[str, pd.DataFrame], out_png: Path) -> list[P
     fig, (a, b, c) = plotting.start(3, w=14 / 3, h=4.2)
     D.grouped(a, cfgs, loaders, cells, col)
     a.set(title="ours: samples/s (median of steps, 95% CI)", ylabel="samples/s")
-    D.grouped(b, cfgs, loaders, rel, col)
+    others = [l for l in loaders if l != "in-memory"]   # in-memory is the reference: 0% by definition
+    D.grouped(b, cfgs, others, {k: v for k, v in rel.items() if k[1] != "in-memory"}, col)
     for i, cfg in enumerate(cfgs):
-        for j, l in enumerate(loaders):
+        for j, l in enumerate(others):
             if l in P.TABLE1 and (r := P.ratio_vs_in_memory(P.TABLE1, l, cfg)) is not None:
-                b.plot(D.xpos(i, j, len(loaders)), 100 * (r - 1), **D.P_STYLE,
+                b.plot(D.xpos(i, j, len(others)), 100 * (r - 1), **D.P_STYLE,
                        label="computed from the paper's Table 1 (% vs in-memory)")
-    b.axhline(0, color="0.5", lw=0.8)
+    b.axhline(0, color=col.get("in-memory", "0.3"), lw=1.6, zorder=1.5,
+              label="in-memory = the reference (middle: the 0% line)")
     b.set(title="% vs in-memory, same configuration", ylabel="% samples/s vs in-memory")
     _paper_panel(c, P.TABLE1, loaders, col, "paper: samples/s (another scale: 1-8 GPUs)", "samples/s (paper)")
-    plotting.legend_below(fig, ncol=len(loaders) + 1)
+    plotting.legend_below(fig, ncol=len(loaders) + 2)
     t = pd.DataFrame({D.label(*cfg): [D.fmt_cell(cells.get((cfg, l)), rel.get((cfg, l)) if l != "in-memory" else None)
                                       for l in loaders] for cfg in cfgs}, index=pd.Index(loaders, name="loader"))
     md = D.markdown(t, out_png.with_suffix(".md"), "Table 1: samples/s (median [95% CI], % vs in-memory)",
@@ -120,7 +134,7 @@ def table1_samples_per_s(data: dict[str, pd.DataFrame], out_png: Path) -> list[P
            f"measured steps with a 95% bootstrap interval, samples/s per step = samples of all replicas over "
            f"the slowest rank's step (loading and tokenization included, unlike the authors' timer). Middle: % "
            f"vs in-memory in the same configuration, ours (bars) and the paper's (stars, computed from its "
-           f"Table 1). Right: the paper's values at their scale. OOM: killed by the memory cap. "
+           f"Table 1); in-memory itself is the reference, the line at 0% in its colour. Right: the paper's values at their scale. OOM: killed by the memory cap. "
            f"Scale: {D.scale(df)}; {P.SCALE}.")
     return [*plotting.save(fig, out_png, cap), md]
 
@@ -201,7 +215,8 @@ def memory_duplication(data: dict[str, pd.DataFrame], out_png: Path) -> list[Pat
                             label="computed from the paper's Table 2 (main RSS x GPUs for DDP)")
         ax.axhline(1, color="0.5", lw=0.8)
         ax.set(ylabel="PSS(N) / PSS(1)", title="memory duplication factor")
-    plotting.legend_below(fig, ncol=3)
+    n_keys = len(loaders) + 1   # one per loader and the paper's star: one row when they fit, else two
+    plotting.legend_below(fig, ncol=n_keys if n_keys <= 4 else (n_keys + 1) // 2)
     cap = (f"Beyond the paper: summed PSS of the process tree with N replicas over that with one, per loader "
            f"(readings during the measured steps; 95% bootstrap interval of the ratio of medians, drawn where the "
            f"readings vary: a run whose memory held still has none). DDP gives "

@@ -73,10 +73,14 @@ def _option_panel(ax, order, vals, col, title):
     ax.set_title(title)
 
 
-def _option_paper(ax, order, col: int, pct: bool):
+PAPER_DY = 0.3   # on a row with our dot, the paper's star sits this far below it, so neither hides the other
+
+
+def _option_paper(ax, order, col: int, pct: bool, ours):
     for i, rid in enumerate(order):
         if (pv := _paper_rel(_paper_key(rid), col)) is not None:
-            ax.plot(100 * (pv - 1) if pct else pv, i, **D.P_STYLE, label="paper's Table 3 (same setting; computed)")
+            ax.plot(100 * (pv - 1) if pct else pv, i + (PAPER_DY if rid in ours else 0), **D.P_STYLE,
+                    label="paper's Table 3 (same setting; computed; just below ours where we ran it)")
 
 
 def _table3_md(df, order, cells, rel, notes, runs, out_png: Path) -> Path:
@@ -108,12 +112,15 @@ def table3_options(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
         if rid in notes:
             a.text(0.02, i, "not run: " + notes[rid], va="center", fontsize="x-small", color="0.25",
                    transform=a.get_yaxis_transform())
-    _option_paper(b, order, 0, pct=True)
-    _option_paper(c, order, 1, pct=False)
+    _option_paper(b, order, 0, pct=True, ours=rel)
+    _option_paper(c, order, 1, pct=False, ours=mem)
     a.set_yticks(range(len(order)), labels, fontsize="small")
     a.invert_yaxis()
     b.axvline(0, color="0.5", lw=0.8)
     c.axvline(1, color="0.5", lw=0.8)
+    a.set_xlabel("samples/s (all replicas)")
+    b.set_xlabel("% samples/s vs the baseline")
+    c.set_xlabel("memory / the baseline's memory (x)")
     plotting.legend_below(fig, ncol=2)
     md = _table3_md(df, order, cells, rel, notes, runs, out_png)
     o = df.attrs.get("provenance", {}).get("options", {})
@@ -121,7 +128,7 @@ def table3_options(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
            f"configuration ({o.get('loader', '?')}, {str(o.get('parallel', '?')).upper()}, {o.get('replicas', '?')} "
            f"replicas): ours as dots with 95% bootstrap intervals over steps (samples/s) or memory readings (memory), "
            f"as a % change or ratio against the baseline (no workers, no pin_memory, page cache warm); the paper's "
-           f"as stars, computed from its Table 3, on the row of the same setting only. Rows the paper has and this "
+           f"as stars, computed from its Table 3, on the row of the same setting only (just below our dot where we ran it). Rows the paper has and this "
            f"profile did not run (more workers than it runs, pin_memory without CUDA) say why. RAMDISK adds the "
            f"copied files' size to memory, as the paper does. Beyond the paper: worker start method and a cold page "
            f"cache. Scale: {D.scale(df)}; {P.SCALE}.")

@@ -39,22 +39,33 @@ def loader_only_throughput(data: dict[str, pd.DataFrame], out_png: Path) -> list
     return plotting.save(fig, out_png, cap)
 
 
+WORKER_LINES = ["-", ":", "-.", (0, (5, 2, 1, 2, 1, 2))]
+
+
+def _series(w, k) -> str:
+    """The series name of worker ``k`` (main process: k < 0) of a run with ``w`` DataLoader workers."""
+    w, k = int(w), int(k)
+    return f"{w} worker{'' if w == 1 else 's'}: {'main process' if k < 0 else f'worker {k}'}"
+
+
 @figure("worker_memory_growth", records=("workers",), title="memory of each DataLoader worker over batches")
 def worker_memory_growth(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     df = data["workers"]
     loaders = list(dict.fromkeys(df.loader))
-    series = sorted({f"{w} worker(s): {'main' if k < 0 else f'worker {k}'}"
-                     for w, k in zip(df.num_workers, df.worker)})
+    series = sorted({_series(w, k) for w, k in zip(df.num_workers, df.worker)})
     col = plotting.colors(series)
     fig, axes = plotting.start(len(loaders), w=5, h=4, sharey=True)
     for ax, l in zip(axes, loaders):
         g = df[df.loader == l]  # every reading: before the first batch too (the fork), as hollow markers
         for (w, k), s in g.groupby(["num_workers", "worker"]):
-            name = f"{w} worker(s): {'main' if k < 0 else f'worker {k}'}"
+            name = _series(w, k)
             s = s.sort_values("t_rel_s")
-            mk = "s" if k < 0 else "ox+1234"[int(k) % 7]  # coinciding workers stay apart by marker
-            ax.plot(s.t_rel_s, s.uss_bytes / 1e6, color=col[name], label=name, ls="-" if k >= 0 else "--",
-                    marker=mk, ms=7, mew=1.8)
+            # coinciding workers stay apart: each its own marker and line style, later workers' smaller
+            # markers and broken lines drawn over earlier ones' larger markers and solid lines
+            k = int(k)
+            mk, ls = ("s", "--") if k < 0 else ("ox+1234"[k % 7], WORKER_LINES[k % len(WORKER_LINES)])
+            ax.plot(s.t_rel_s, s.uss_bytes / 1e6, color=col[name], label=name, ls=ls, marker=mk,
+                    ms=7 if k < 0 else max(4, 9 - 2 * k), mew=1.8, lw=1.5 if k <= 0 else 2, zorder=2 + max(k, 0))
             early = s[s.phase != "measured"]
             ax.plot(early.t_rel_s, early.uss_bytes / 1e6, ls="none", marker="o", ms=11, mfc="none", mec=col[name],
                     mew=1.5, zorder=3)
@@ -62,7 +73,7 @@ def worker_memory_growth(data: dict[str, pd.DataFrame], out_png: Path) -> list[P
     plotting.legend_below(fig, ncol=3)
     cap = ("Beyond the paper: private memory (USS) of the main process and of each DataLoader worker over "
            "time while batches are delivered (no model); every reading is a marker, ringed while the "
-           "process loads the collection (before its workers start). Workers are forked: pages of the dict loader's Python objects "
+           "process loads the collection (before its workers start). Where workers' lines coincide, each keeps its own marker and line style (solid, dotted, dash-dot), the later worker drawn on top. Workers are forked: pages of the dict loader's Python objects "
            "that a worker reads get copied into it as their reference counts change (copy-on-read, a "
            "long-standing PyTorch issue), so its USS grows with the documents it touches (the main process's "
            "USS drops when the workers fork: its pages become shared with them); loaders whose "

@@ -2,6 +2,7 @@
 HNSW and exact brute force, from the recall records."""
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import pandas as pd
@@ -33,10 +34,16 @@ def recall_qps(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside right upper", fontsize="small")
     nr = df[df.source == "not_run"]
+    if len(nr):   # systems with no curve: named in the figure, with why (a key with no entries, only its title)
+        why = dict.fromkeys(f"{sysname}: {w}" for sysname, w in zip(nr.system, nr.why.fillna("no reason recorded")))
+        note = "\n".join(textwrap.fill(t, 48, subsequent_indent="  ") for t in why)
+        fig.legend([], [], title=f"not run (no curve):\n{note}", loc="outside right lower", alignment="left",
+                   title_fontproperties={"size": "small"})
     cap = (f"{rcol.replace('recall_at_', 'recall@')} against queries/s (ann-benchmarks style): the extend engine at "
            "batch 1, static and continuous batching sweeping top-M (dashed: continuous with more parents per extend), "
            "faiss IndexHNSWFlat sweeping efSearch, and exact brute force on the engine's device (one matmul + topk, "
-           "recall 1: the anchor a graph engine must beat), "
+           "recall 1: the anchor a graph engine must beat) and, where CUDA and cuvs are installed, cuVS CAGRA "
+           "sweeping itopk (the reference curve), "
            f"same data and threads ({int(m.threads.iloc[0])}); median of the measured runs, bars min-max; dotted: "
            "recall 0.95. " + "".join(f"Not run: {w}. " for w in nr.why) + NO_PAPER)
     return plotting.save(fig, out_png, cap)

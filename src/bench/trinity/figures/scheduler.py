@@ -11,29 +11,44 @@ import pandas as pd
 from ...core import plotting
 from ...core.figures import figure
 from .. import analysis
-from ._common import NO_PAPER, POLICY_MARKERS
+from ._common import NO_PAPER, policy_colors, policy_style
+
+TARGET = 0.99   # the share of prefill retrievals within the deadline the scheduler aims at
+_EPS = 1e-3
+
+
+def _nines(ax, where: str) -> None:
+    """A y axis for a share within the deadline stretched towards 1 ("nines": 0, 0.9, 0.99 and 1 about
+    evenly spaced), so the 0.99 target and points between it and 1 stay apart; the target dotted."""
+    ax.set_yscale("function", functions=(lambda y: -np.log10(np.clip(1 + _EPS - y, _EPS / 10, None)),
+                                         lambda z: 1 + _EPS - 10.0 ** -z))
+    ax.set_ylim(-0.4, 1 + 0.6 * _EPS)   # room for the markers at 0 and at 1
+    ax.set_yticks([0, 0.5, 0.9, 0.99, 1.0], ["0", "0.5", "0.9", "0.99", "1"])
+    ax.yaxis.set_minor_locator(plt.NullLocator())
+    ax.axhline(TARGET, color="0.2", ls=":", lw=1.4, zorder=1, label=f"target: {TARGET:g} within the deadline ({where})")
 
 
 def _policy_medians(ax, df, x, c, col, scale=1.0, label=True) -> None:
     """One line per policy: the median of ``c`` over seeds against ``x``, bars min-max (emulated runs).
-    Each policy has its own marker and a small sideways offset, so policies that coincide stay visible."""
+    Each policy has its own colour and marker (by name, the same in every figure) and a small sideways
+    offset, so policies that coincide stay visible."""
     pols = sorted(df.policy.unique())
     xs = np.sort(df[x].unique())
     step = float(np.min(np.diff(xs))) if len(xs) > 1 else 1.0
     for i, pol in enumerate(pols):
         s = df[df.policy == pol].groupby(x)[c].agg(["median", "min", "max"]) * scale
         dx = (i - (len(pols) - 1) / 2) * 0.12 * step
+        st = policy_style(pol)
         ax.errorbar(s.index + dx, s["median"], yerr=[s["median"] - s["min"], s["max"] - s["median"]],
-                    marker=POLICY_MARKERS[i % len(POLICY_MARKERS)], ms=6, mew=1.5, mfc="none" if i % 2 else None,
-                    capsize=2,
-                    color=col.get(pol, "0.3"), label=plotting.label_source(pol, "emulated") if label else None)
+                    marker=st["marker"], ms=6, mew=1.5, mfc=st["mfc"], capsize=2, color=col.get(pol, st["color"]),
+                    label=plotting.label_source(pol, "emulated") if label else None)
 
 
 @figure("scheduler", records=("sched",), title="stage-aware scheduling against baselines")
 def scheduler_fig(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     df = data["sched"]
     runs, ctl = analysis.sched_runs(df), df[df.row == "control"]
-    col = plotting.colors(runs.policy.unique())
+    col = policy_colors(runs.policy.unique())
     fig, axes = plotting.start(3, 2, w=14 / 3, h=3.75)
     axes[5].axis("off")
     panels = [("pre_p95_wait_s", "prefill p95 wait (ms), TTFT proxy", 1e3),
@@ -42,30 +57,58 @@ def scheduler_fig(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     for ax, (c, title, k) in zip(axes, panels):
         _policy_medians(ax, runs, "total_load", c, col, scale=k)
         ax.set(xlabel="offered load (prefill + decode, x capacity)", title=title)
-    axes[0].axhline(runs.deadline_s.iloc[0] * 1e3, color="0.5", ls=":", lw=1)
-    axes[1].axhline(0.99, color="0.5", ls=":", lw=1)
+    axes[0].axhline(runs.deadline_s.iloc[0] * 1e3, color="0.5", ls="--", lw=1, zorder=1,
+                    label="deadline L_pre,max (p95 wait panel)")
+    _nines(axes[1], "share panel")
+    plotting.legend_below(fig, ncol=4)
     if len(ctl):
-        groups = list(ctl[ctl.repeat == 0].groupby("total_load"))
-        cmap = plt.cm.viridis   # loads, not policies: a sequential map (policy colours are taken)
-        for i, (load, g) in enumerate(groups):
-            axes[4].plot(g.t_s, g.r, marker=".", color=cmap(0.85 * i / max(1, len(groups) - 1)),
-                         label=f"_r at load {load:.2f}")
-        axes[4].set(xlabel="emulated time (s)", ylabel="prefill share r",
-                    title="trinity control loop: r (seed 0)")
-        from matplotlib.lines import Line2D
-        axes[5].legend([Line2D([], [], color=cmap(0.85 * i / max(1, len(groups) - 1)), marker=".")
-                        for i in range(len(groups))], [f"offered load {load:.2f}" for load, _ in groups],
-                       title="control loop panel", loc="center", fontsize="small")
+        _control_panel(axes[4], axes[5], ctl[ctl.repeat == 0])
     else:
         plotting.not_run(axes[4], "trinity policy not in the profile")
-    plotting.legend_below(fig, axes[0], ncol=5)
-    cap = ("Prefill retrievals (open loop, deadline L_pre,max, dotted in the first panel) and decode streams (a "
+    cap = ("Prefill retrievals (open loop, deadline L_pre,max, dashed in the first panel) and decode streams (a "
            "retrieval every delta tokens, stalled until it returns) through one FIFO queue, strict prefill or decode "
            "priority, Trinity with a fixed r, and Trinity with its control loop. Emulated LLM stages over a replay "
            "of real searches with measured extend times; median over seeds, bars min-max; each policy has its own marker and a small "
            "sideways offset, so policies that coincide (fixed r and strict prefill priority often equal Trinity) stay "
-           "visible. " + NO_PAPER)
+           "visible; the same colour and marker per policy as in the parameter sweep. Second panel: dotted, the 0.99 "
+           "target; its axis is stretched towards 1, so 0.9, 0.99 and 1 lie about evenly apart. Control-loop panel: "
+           "Trinity's prefill share r over time at each offered load (greys, light to dark with load; own markers; "
+           "loads whose r never differs drawn as one line, named after all of them). " + NO_PAPER)
     return plotting.save(fig, out_png, cap)
+
+
+LOAD_MARKERS = "P<Xh>p*"   # loads of the control-loop panel: none of the policies' markers
+
+
+def _control_panel(ax, key_ax, ctl) -> None:
+    """Trinity's prefill share r over time per offered load, in greys (no policy's colour) with markers no
+    policy uses. Loads whose r series are identical are drawn as one line named after all of them (the
+    key says they coincide), so no line hides another and every key entry has its own line."""
+    from matplotlib.lines import Line2D
+
+    series = {}   # identical r series -> the loads that have it, in load order
+    for load, g in ctl.groupby("total_load"):
+        g = g.sort_values("t_s")
+        series.setdefault(tuple(np.round(g.r.to_numpy(), 6)), []).append((load, g))
+    n = len(series)
+    handles, labels = [], []
+    for i, members in enumerate(series.values()):
+        grey = str(round(0.65 - 0.65 * i / max(1, n - 1), 2))     # lighter to black with load
+        # where lines of different loads still meet, the lighter one's smaller marker is drawn on top
+        kw = dict(color=grey, marker=LOAD_MARKERS[i % len(LOAD_MARKERS)], ms=6 + 3 * i, mew=1.2, lw=1.5,
+                  zorder=3 + n - i)
+        g = members[0][1]     # their readings' times differ by about a millisecond
+        ax.plot(g.t_s, g.r, label=f"_r at loads {[m[0] for m in members]}", **kw)
+        handles.append(Line2D([], [], **kw))
+        loads = [f"{m[0]:.2f}" for m in members]
+        flat = len(set(g.r.round(6))) == 1
+        labels.append(f"{loads[0]}" if len(loads) == 1 else
+                      f"{', '.join(loads)}: coincide" + (f" at r = {g.r.iloc[0]:g}" if flat else ""))
+    ax.set(xlabel="emulated time (s)", ylabel="prefill share r", title="trinity control loop: r (seed 0)")
+    lo, hi = float(ctl.r.min()), float(ctl.r.max())
+    pad = 0.1 * max(hi - lo, 0.1)
+    ax.set_ylim(lo - pad, hi + pad)
+    key_ax.legend(handles, labels, title="control loop panel: offered load", loc="center", fontsize="small")
 
 
 PARAM_LABELS = {"r_min": "r_min (least prefill share)", "r_max": "r_max (most prefill share)",
@@ -77,7 +120,7 @@ PARAM_LABELS = {"r_min": "r_min (least prefill share)", "r_max": "r_max (most pr
 def sched_sweep_fig(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     df = data["sched"]
     sw = df[df.row == "sweep"] if "row" in df else df.iloc[:0]
-    col = plotting.colors(analysis.sched_runs(df).policy.unique())   # the scheduler figure's colours
+    col = policy_colors(sw.policy.unique())   # the scheduler figure's colours and markers, by policy name
     params = list(dict.fromkeys(sw.sweep_param)) if len(sw) else []
     n = max(1, len(params))
     fig, flat = plotting.start(n, 2, w=3.6 + 1 / n, h=3.1, sharey="row")
@@ -93,15 +136,14 @@ def sched_sweep_fig(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
             ax = axes[i][j]
             _policy_medians(ax, g, "sweep_value", c, col, label=j == 0 and i == 0)
             ax.set(xlabel=PARAM_LABELS.get(name, name), ylabel=ylabel if j == 0 else None)
-        axes[0][j].axhspan(0.99, 1.0, color="0.85", zorder=0, lw=0)
+        _nines(axes[0][j], "top row")
         axes[0][j].set_title(f"{PARAM_LABELS.get(name, name).split(' (')[0]} (offered load "
                              f"{g.total_load.iloc[0]:.2f}: prefill {g.load_frac.iloc[0]:.2f} + decode)", fontsize="small")
-    axes[0][0].set_ylim(0, 1.03)
     axes[1][0].set_ylim(0, max(0.05, float(sw.dec_stall_fraction.max()) * 1.15))
     plotting.legend_below(fig, ncol=5)
     cap = (f"Scheduler parameters the paper leaves open, swept one at a time ({', '.join(params)}; the others as "
            f"configured) at prefill load {sw.load_frac.iloc[0]:.2f} of capacity plus the decode share: top, share of "
-           f"prefill retrievals within L_pre,max (grey band: the 0.99 target and above); bottom, decode stall fraction. Median "
+           f"prefill retrievals within L_pre,max (dotted: the 0.99 target; the axis is stretched towards 1, so 0.9, 0.99 and 1 lie about evenly apart); bottom, decode stall fraction. Median "
            f"over {sw.repeat.nunique()} seeds, bars min-max. Emulated LLM stages over a replay of real searches "
            f"with measured extend times. " + NO_PAPER)
     return plotting.save(fig, out_png, cap)

@@ -19,7 +19,7 @@ from ...core.study import step
 from ..params import Params
 from ..system import batching, event_loop
 from ..system.workload import Request, Source
-from . import inputs
+from . import _cagra, inputs
 
 METHOD = (
     "Engine: all queries waiting at t=0; wall clock (time.perf_counter, CUDA synchronised) around the whole "
@@ -27,7 +27,9 @@ METHOD = (
     "wall time; {warmup} warm-up run(s) on the first queries recorded as phase=warmup; {repeats} measured runs "
     "per (mode, top-M), checked to return the same ids. faiss IndexHNSWFlat(M={hm}, efConstruction={hc}) on "
     "the same vectors (float32): one batched search call of the same {nb} queries with {threads} OpenMP "
-    "threads per run, same warm-up and repeats. hnswlib is not installed (no wheel on this machine: sdist "
+    "threads per run, same warm-up and repeats. cuVS CAGRA (where CUDA and cuvs are installed): built with the "
+    "same graph degrees, itopk_size swept over the same top-M, one batched search per run, cuVS's stream "
+    "synchronised before the timer stops. hnswlib is not installed (no wheel on this machine: sdist "
     "only), so it is not run. recall@{k} = |found top-{k} ∩ exact top-{k}| / {k} (bench.ann.metrics).")
 
 
@@ -142,18 +144,6 @@ def _exact_rows(b: Bench, nq: int) -> list[dict]:
                        mode="batched", param="exact", value=0)
 
 
-def _cuvs_why() -> str:
-    from ...core import devices
-
-    if not devices.cuda_available():
-        return "cuVS CAGRA reference needs CUDA (none on this machine)"
-    try:
-        import cuvs  # noqa: F401
-    except ImportError:
-        return "cuVS CAGRA reference: cuvs not installed"
-    return "cuVS CAGRA reference not wired in this version"
-
-
 NOT_RUN = [{"system": "hnswlib", "mode": "batched", "param": "ef", "phase": "measured", "source": "not_run",
             "why": "hnswlib not installed: no wheel on this machine (sdist only)"}]
 
@@ -169,10 +159,20 @@ def _all_rows(b: Bench, nb: int, n1: int) -> tuple[list[dict], dict]:
         for m in rp.top_m:
             rows += _engine_rows(bp, Setting("continuous", m, nb, suffix=f"-p{pv}"))
     hrows, hprov = _hnsw_rows(b, nb)
-    rows += hrows + _exact_rows(b, nb)
-    rows += NOT_RUN + [{"system": "cuvs-cagra", "mode": "batched", "param": "itopk", "phase": "measured",
-                        "source": "not_run", "why": _cuvs_why()}]
-    return rows, hprov
+    crows, cprov = _cagra_rows(b, nb)
+    return rows + hrows + _exact_rows(b, nb) + crows + NOT_RUN, {**hprov, **cprov}
+
+
+def _cagra_rows(b: Bench, nq: int) -> tuple[list[dict], dict]:
+    """cuVS CAGRA, the reference curve, where CUDA and cuvs are here; else one not-run row saying why."""
+    why = _cagra.why_not() if b.cuda else "cuVS CAGRA reference needs the engine on CUDA"
+    if why:
+        return [{"system": _cagra.SYSTEM, "mode": "batched", "param": "itopk", "phase": "measured",
+                 "source": "not_run", "why": why}], {}
+    rp, g = b.p.recall, b.p.graph
+    rows, prov = _cagra.rows(b.v.base, b.v.queries[:nq], b.v.gt, degree=g.degree, knn_degree=g.knn_degree,
+                             itopk=rp.top_m, k=rp.k, p=b.p.engine.p, repeats=rp.repeats, warmup=rp.warmup)
+    return [{**r, "threads": b.p.engine.threads} for r in rows], prov
 
 
 @step("recall", needs=("manifest", "graph"))

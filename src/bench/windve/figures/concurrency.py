@@ -12,7 +12,9 @@ from ...core import plotting
 from ...core.figures import figure
 from .. import analysis
 from .. import paper_values as PV
-from .labels import H, JINA_STYLE, slos_text, source_words
+from matplotlib.ticker import MaxNLocator
+
+from .labels import H, JINA_STYLE, slos_text, source_words, whiskers
 
 
 @figure("tables_1_2", records=("serving", "profile"),
@@ -28,8 +30,12 @@ def tables_1_2(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
         plotting.not_run(a, "no max-concurrency rows")
         plotting.not_run(b, "no max-concurrency rows")
         return plotting.save(fig, out_png, "Tables I/II: not run.")
-    slos = sorted(gt.slo_s.unique())
-    labels = [f"{p}\nSLO {s:g} s" for p, s in zip(gt.pair, gt.slo_s)]
+    slos = sorted(set(gt.slo_s) | set(extra.slo_s))
+
+    def tick(p, s):   # our SLO and the paper's it stands for, in the figure itself
+        return f"{p}\nSLO {s:g} s\n(paper {analysis.rank(s, slos)} s)"
+
+    labels = [tick(p, s) for p, s in zip(gt.pair, gt.slo_s)]
     x = np.arange(len(gt))
     col = plotting.colors(["accelerator only", "accelerator (with offload)", "CPU offload", "ours: gain with offload"])
     a.bar(x - 0.2, gt.acc_only, 0.38, color=col["accelerator only"], label=plotting.label_source("accelerator only", src))
@@ -37,14 +43,15 @@ def tables_1_2(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
           label=plotting.label_source("accelerator (with offload)", src))
     a.bar(x + 0.2, gt.cpu_part, 0.38, bottom=gt.acc_part, color=col["CPU offload"], label="CPU offload (measured)")
     a.set(xticks=x, xticklabels=labels, ylabel="max concurrency (queries)", title="(a) ours: MiniLM, 75-token queries")
-    err = np.array([gt.gain - gt.gain_low, gt.gain_high - gt.gain]).clip(min=0) * 100
     gcol = col["ours: gain with offload"]
-    b.bar(x, gt.gain * 100, 0.5, yerr=err, color=gcol, ecolor="0.3", capsize=3, label="ours: gain with offload")
+    b.bar(x, gt.gain * 100, 0.5, color=gcol, label="ours: gain with offload")
+    whiskers(b, x, gt.gain * 100, gt.gain_low * 100, gt.gain_high * 100)
     b.axhline(0, color="0.5", lw=0.8)
     xe = np.arange(len(gt), len(gt) + len(extra))
-    b.bar(xe, extra.gain * 100, 0.5, fill=False, edgecolor=gcol, hatch="//",
-          label="ours: regression-predicted (not fine-tuned here)")
-    labels = labels + [f"{p}\nSLO {s:g} s" for p, s in zip(extra.pair, extra.slo_s)]
+    if len(extra):   # no legend entry without a bar
+        b.bar(xe, extra.gain * 100, 0.5, fill=False, edgecolor=gcol, hatch="//",
+              label="ours: regression-predicted (not fine-tuned here)")
+    labels = labels + [tick(p, s) for p, s in zip(extra.pair, extra.slo_s)]
     x = np.arange(len(labels))
     gt = pd.concat([gt, extra], ignore_index=True)
     for i, r in gt.iterrows():
@@ -57,8 +64,11 @@ def tables_1_2(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
            f"accelerator alone and with CPU offload (Algorithm 1). {acc_words} The CPU instance is measured. "
            f"Our SLOs {slos_text(slos)} s stand "
            "for the paper's 1 s and 2 s. (b) Gain (offload / accelerator only - 1), error bars from the rounds "
-           "(every round met .. any round met); hatched: pairs not fine-tuned in this profile, gain C_CPU/C_acc predicted "
-           "by the regression on measured profiles; paper values (bge Table I, jina Table II) drawn as markers.")
+           "(every round met .. any round met), 'no interval' written on a bar where no level met the SLO in every "
+           "round; "
+           + ("hatched: pairs not fine-tuned in this profile, gain C_CPU/C_acc predicted by the regression on "
+              "measured profiles (no interval); " if len(extra) else "")
+           + "the x labels give the paper's SLO each of ours stands for; paper values (bge Table I, jina Table II) drawn as markers.")
     return plotting.save(fig, out_png, cap)
 
 
@@ -79,9 +89,19 @@ def table_3(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     fig, (a, b, c) = plotting.start(3, w=5.0, h=H)
     x = np.arange(len(keys))
     labels = [f"{'acc' if dev == 'accelerator' else 'CPU'} {p.split('-')[0]}\n{s:g} s" for p, dev, s in keys]
+    missing = set()
     for j, m in enumerate(methods):
         vals = [dr[(dr.pair == p) & (dr.dev == dev) & (dr.slo_s == s) & (dr.method == m)].depth.max() for p, dev, s in keys]
         a.bar(x + (j - 1) * 0.27, vals, 0.27, color=col[m], label=m)
+        if m == "fine-tuned":   # an empty slot says so, and why (the paper's star in (b) would stand alone)
+            for i, ((p, _, _), v) in enumerate(zip(keys, vals)):
+                if not np.isfinite(v):
+                    why = analysis.not_fine_tuned_why(serv, p)
+                    missing.add(p)
+                    for ax, xi in ((a, i + 0.27), (b, i + 0.2)):
+                        ax.annotate(f"not run:\n{why}", (xi, 0), xytext=(0, 4), textcoords="offset points",
+                                    rotation=90, ha="center", va="bottom", fontsize=6, color="0.25",
+                                    linespacing=0.9)
         pv = [PV.TABLE_III[(p, dev, analysis.rank(s, slos))][m] for p, dev, s in keys]
         ours_ratio = [v / st if st else np.nan for v, st in zip(vals, [dr[(dr.pair == p) & (dr.dev == dev) & (dr.slo_s == s)
                                                                           & (dr.method == "stress")].depth.max() for p, dev, s in keys])]
@@ -94,6 +114,7 @@ def table_3(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     for j, m in enumerate(("regression", "stress")):
         runs = [dr[(dr.pair == p) & (dr.dev == dev) & (dr.slo_s == s) & (dr.method == m)].runs.max() for p, dev, s in keys]
         c.bar(x + (j - 0.5) * 0.4, runs, 0.4, color=col[m])
+    c.yaxis.set_major_locator(MaxNLocator(integer=True))   # run counts are whole
     a.set(xticks=x, xticklabels=labels, ylabel="queue depth (queries)", title="(a) ours: depth per device and SLO")
     b.set(xticks=x, xticklabels=labels, ylabel="depth / stress-test depth", title="(b) against the stress test")
     c.set(xticks=x, xticklabels=labels, ylabel="profiling runs (levels measured)", title="(c) runs each method needed")
@@ -105,5 +126,7 @@ def table_3(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
            f"devices running (serving step). {acc_words} The accelerator ('acc') is labelled by the pair it stands "
            "for; the CPU is measured (one CPU here stands for both pairs' CPUs). (b) Ours as a ratio to our "
            "stress test, paper's ratio to its stress test as markers. (c) Profiling runs (concurrency levels "
-           "measured) each method needed.")
+           "measured) each method needed."
+           + (f" Fine-tuned slots of {', '.join(sorted(missing))} carry no bar: they say 'not run' and why (the "
+              "profile's serving_pairs did not fine-tune the pair)." if missing else ""))
     return plotting.save(fig, out_png, cap)

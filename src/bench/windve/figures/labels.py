@@ -43,3 +43,35 @@ def admission(df: pd.DataFrame) -> str:
     """How the service admitted requests in these rows (deadline admission for the overload and open loop)."""
     return ("depth (Algorithm 1) and predicted completion within the SLO" if analysis.admission(df) == "depth+deadline"
             else "depth only (Algorithm 1)")
+
+
+def config_label(cfg: str, src: str) -> str:
+    """Legend label of a serving configuration (``accelerator_only``, ``offload``) saying exactly what is
+    emulated: the accelerator only, never the measured CPU instance beside it."""
+    name = cfg.replace("_", " ")
+    if src == "measured":
+        return f"{name} (measured)"
+    return f"{name} [accelerator emulated]" if cfg == "accelerator_only" else \
+        f"{name} [accelerator emulated, CPU measured]"
+
+
+def no_interval(ax, x, y, **kw) -> None:
+    """Mark a bar drawn without an interval (no whisker) so it does not read as a zero-width one: the words
+    "no interval" written up the bar from its base."""
+    ax.annotate("no interval", (x, min(y, 0.0)), xytext=(0, 4), textcoords="offset points", ha="center",
+                va="bottom", rotation=90, fontsize="x-small", color="0.1", zorder=6,
+                bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8}, **kw)
+
+
+def whiskers(ax, x, est, lo, hi, **kw) -> None:
+    """Error bars where the interval is known; "no interval" written above the bars where it is not."""
+    import numpy as np
+
+    est, lo, hi = (np.asarray(v, dtype=float) for v in (est, lo, hi))
+    ok = np.isfinite(lo) & np.isfinite(hi)
+    x = np.asarray(x, dtype=float)
+    if ok.any():
+        err = np.array([est[ok] - lo[ok], hi[ok] - est[ok]]).clip(min=0)
+        ax.errorbar(x[ok], est[ok], yerr=err, fmt="none", ecolor="0.3", capsize=3, zorder=4)
+    for xi, yi in zip(x[~ok], est[~ok]):
+        no_interval(ax, xi, max(yi, 0.0), **kw)

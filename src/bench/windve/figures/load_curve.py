@@ -118,4 +118,17 @@ def _caption(run: pd.Series, reqs: pd.DataFrame, bin_s: float, slo: float, acc_w
             "by the device that answered, with refusals (429) and losses. Bottom: each request's latency from its "
             f"intended send time (no coordinated omission) against the SLO {slo:g} s, coloured as above (dots: "
             "accelerator, squares: CPU, crosses: refused, triangles: lost). Left without, right with CPU offload, "
-            f"at the fine-tuned depths. Admission: {admission(reqs)}. {acc_words} The CPU instance is measured.")
+            f"at the fine-tuned depths. {_late(reqs, slo)} Admission: {admission(reqs)}. {acc_words} The CPU instance "
+            "is measured.")
+
+
+def _late(reqs: pd.DataFrame, slo: float) -> str:
+    """The answers that came back after the SLO, per run and device group, counted from the records."""
+    late = analysis.late_answers(reqs, slo)
+    if late.empty:
+        return "No request was answered."
+    parts = [f"{r.config.replace('_', ' ')}, {r.outcome}: {int(r.late)} of {int(r.answered)} ({r.share:.0%})"
+             for r in late.itertuples()]
+    head = ("Answered after the SLO (latency from the intended send above the dotted line): " if late.late.any()
+            else "Every answer came back within the SLO: ")
+    return head + "; ".join(parts) + "."

@@ -1,0 +1,153 @@
+"""The referee's findings stay fixed: no legend entry without anything drawn, one colour per thing in a
+figure, measured series not labelled emulated, claim reasons in words (no Python tuples), the ledger's
+cost and throughput numbers the figure's (one analysis function), the CPU-utilisation claim against the
+paper's 80%, the accelerator judged at every SLO."""
+from __future__ import annotations
+
+import re
+
+import matplotlib.colors as mcolors
+import numpy as np
+import pytest
+
+from bench.core import claims as C
+from bench.core import plotting, records
+from bench.windve import STUDY, analysis, claims
+from bench.windve import paper_values as PV
+from bench.windve.figures import FIGURES
+
+from . import synthetic
+
+
+@pytest.fixture(scope="module")
+def recs(tmp_path_factory):
+    return synthetic.write(tmp_path_factory.mktemp("windve_referee"))
+
+
+@pytest.fixture(scope="module")
+def rows(recs):
+    params = STUDY.parameters({"slos_s": list(synthetic.SLOS)})
+    return C.frame(claims.build(records.read_kinds(recs), params, "tiny")).set_index("claim_id")
+
+
+def _drawn(fig_name, recs, tmp_path, monkeypatch):
+    """Draw one figure, keeping the figure object that ``plotting.save`` gets."""
+    kept = {}
+    real = plotting.save
+
+    def save(fig, out_png, caption=None):
+        kept["fig"], kept["caption"] = fig, caption
+        return real(fig, out_png, caption)
+
+    monkeypatch.setattr(plotting, "save", save)
+    FIGURES.draw(fig_name, {k: recs[k] for k in FIGURES.records_of(fig_name)}, tmp_path / f"{fig_name}.png")
+    return kept["fig"], kept["caption"]
+
+
+def _empty(handle) -> bool:
+    if hasattr(handle, "get_xydata"):
+        xy = np.asarray(handle.get_xydata(), dtype=float)
+        return xy.size == 0 or not np.isfinite(xy).all(axis=-1).any()
+    if hasattr(handle, "patches"):   # a bar container
+        return not any(np.isfinite(p.get_height()) and p.get_height() != 0 for p in handle.patches)
+    return False
+
+
+@pytest.mark.parametrize("name", list(FIGURES))
+def test_no_legend_entry_without_anything_drawn(recs, tmp_path, monkeypatch, name):
+    fig, _ = _drawn(name, recs, tmp_path, monkeypatch)
+    for ax in fig.axes:
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            assert not _empty(h), f"{name}: legend entry {label!r} has nothing drawn"
+
+
+def _line_colours(ax):
+    return {mcolors.to_hex(l.get_color()) for l in ax.get_lines() if not l.get_label().startswith("_")
+            and "paper" not in l.get_label() and "SLO" not in l.get_label() and l.get_label() != "goodput = offered"}
+
+
+def _bar_colours(ax):
+    return {mcolors.to_hex(p.get_facecolor()) for p in ax.patches if p.get_fill()}
+
+
+def test_openloop_shares_have_their_own_colours(recs, tmp_path, monkeypatch):
+    fig, cap = _drawn("openloop", recs, tmp_path, monkeypatch)
+    a, b, c = fig.axes[:3]
+    assert not (_line_colours(a) | _line_colours(b)) & _bar_colours(c)
+    labels = fig.legends[0].get_texts()
+    text = [t.get_text() for t in labels]
+    assert not any("offload" in t and "emulated (not measured)" in t for t in text)
+    assert any("offload" in t and "accelerator emulated, CPU measured" in t for t in text)
+
+
+def test_service_colours_mean_one_thing(recs, tmp_path, monkeypatch):
+    fig, cap = _drawn("service", recs, tmp_path, monkeypatch)
+    a, b, c, d = fig.axes[:4]
+    panels = [_bar_colours(a), _bar_colours(b), _line_colours(c), _line_colours(d)]
+    for i in range(4):
+        for j in range(i + 1, 4):
+            assert not panels[i] & panels[j], (i, j, panels[i] & panels[j])
+    assert "median" in a.get_title()
+
+
+def test_utilisation_bars_measured_and_cost_is_the_claims(recs, rows, tmp_path, monkeypatch):
+    fig, cap = _drawn("utilisation_cost", recs, tmp_path, monkeypatch)
+    text = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert not any("CPU use" in t and "emulated" in t for t in text)
+    assert any("each round" in t for t in text)
+    data = records.read_kinds(recs)
+    dep = analysis.deployment(analysis.gains(data["serving"]))
+    loose = dep[(dep.pair == "v100-xeon") & (dep.slo_s == max(synthetic.SLOS))].iloc[0]
+    assert rows.loc["cost-saving-18.6", "ours"] == pytest.approx(loose.save_peak)
+    assert rows.loc["throughput-1.22x", "ours"] == pytest.approx(1 + loose.save_avg)
+    heights = {round(p.get_height(), 6) for p in fig.axes[1].patches if p.get_fill()}
+    assert round(loose.save_peak * 100, 6) in heights and round(loose.save_avg * 100, 6) in heights
+
+
+def test_savings_equations():
+    avg, peak = analysis.savings(72, 90)
+    assert float(avg) == pytest.approx(0.25) and float(peak) == pytest.approx(0.2)
+    avg, peak = analysis.paper_savings("v100-xeon", 2)
+    assert peak == pytest.approx(22 / 118) and avg == pytest.approx(22 / 96)
+
+
+def test_claim_reasons_are_words(rows):
+    for cid, r in rows.iterrows():
+        assert not re.search(r"\('|np\.|\bnan\b", r.reason), (cid, r.reason)
+    assert "absolute difference" in rows.loc["target-regression-within-8", "reason"]
+
+
+def test_cpu_utilisation_against_the_papers_80(rows):
+    r = rows.loc["cpu-utilisation-rises"]
+    assert r.threshold == pytest.approx(PV.CPU_UTIL["bge"][1])
+    assert "doubles" not in r.reason and "80%" in r.reason
+    assert r.ci_low <= r.ours <= r.ci_high
+
+
+def test_acc_not_dropping_judges_every_slo(rows):
+    r = rows.loc["target-acc-not-dropping"]
+    for slo in synthetic.SLOS:
+        assert f"at {slo:g} s" in r.reason
+
+
+def test_tables_rows_carry_both_thresholds(rows):
+    for cid in ("tables-i-ii-v100-xeon-1s", "tables-i-ii-v100-xeon-2s"):
+        r = rows.loc[cid]
+        assert "bge >=" in r.claim and "jina >=" in r.claim
+        assert not ("no interval" in r.reason and "interval from the rounds" in r.reason)
+
+
+def test_fig2_caption_counts_late_answers(recs, tmp_path, monkeypatch):
+    _, cap = _drawn("fig2_load_curve", recs, tmp_path, monkeypatch)
+    assert "after the SLO" in cap or "within the SLO" in cap
+
+
+def test_table_3_marks_missing_fine_tuned_slots(tmp_path, monkeypatch):
+    """Serving records without the Atlas pair: its fine-tuned slots say "not run" and why."""
+    serv = synthetic.serving_df()
+    serv = serv[serv.pair.fillna("") != "atlas-kunpeng"]
+    recs = {"profile": [records.write(tmp_path / "profile.parquet", synthetic.profile_df(), {"method": "synthetic"})],
+            "serving": [records.write(tmp_path / "serving.parquet", serv, {"method": "synthetic"})]}
+    fig, _ = _drawn("table_3", recs, tmp_path, monkeypatch)
+    notes = [t.get_text() for t in fig.axes[0].texts]
+    assert any(t.startswith("not run") for t in notes)
