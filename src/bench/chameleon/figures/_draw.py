@@ -32,6 +32,8 @@ def not_run_text(df: pd.DataFrame, col: str = "config") -> str:
 
 
 def label(name: str, source: str) -> str:
+    """A configuration's legend name (``none``, the RALM runs without retrieval, said in words)."""
+    name = "inference only (no retrieval)" if name == "none" else name
     return plotting.label_source(name, source if source in plotting.SOURCE_LABELS else "measured")
 
 
