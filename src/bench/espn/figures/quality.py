@@ -24,9 +24,11 @@ def fig5(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
                                      gridspec_kw={"width_ratios": [1, 0.28, 1]})
     c = plotting.colors(["recall@1000", "ANN time"])
     a1.plot(g.nprobe, g.recall, marker="o", color=c["recall@1000"], label="recall@1000 (ours)")
-    nlist = (df.attrs.get("provenance", {}).get("build", {}).get("index") or {}).get("nlist")
+    bld = df.attrs.get("provenance", {}).get("build", {})
+    nlist = bld.get("nlist") or (bld.get("index") or {}).get("nlist")
+    docs = f", {bld['n_docs']:,} records ({bld.get('n_real', 0):,} passages)" if bld.get("n_docs") else ""
     a1.set(xlabel="nprobe", ylabel="recall@1000", ylim=(0, 1.02),
-           title=f"ours: recall@1000 against nprobe" + (f" (nlist {nlist})" if nlist else ""))
+           title="ours: recall@1000 against nprobe" + (f"\nnlist {nlist}{docs}" if nlist else docs))
     # the paper's value is at another scale (8.8M passages, nprobe 3000 of nlist 2^15): its own panel
     a0.plot([0], [PV.COLBERTER_R1000], **{**plotting.PAPER_STYLE,
             "label": "paper: ColBERTer R@1k 0.961 (Table 1, MS MARCO v1, 8.8M passages)"})
@@ -38,7 +40,7 @@ def fig5(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     a2.set(xlabel="nprobe", ylabel="ANN time per query (ms)", title="ANN time against nprobe")
     plotting.legend_below(fig, ncol=2)
     caption = ("Figure 5: recall@1000 of the CLS candidate list (ir_measures over the qrels) and median per-query "
-               "ANN time against nprobe, ours" + (f" (IVF-Flat, nlist {nlist})" if nlist else "") + ". The paper's "
+               "ANN time against nprobe, ours" + (f" (IVF-Flat, nlist {nlist}{docs})" if nlist else docs) + ". The paper's "
                "Figure 5 is a plot; its Table 1 R@1k for ColBERTer on the full MS MARCO v1 (8.8M passages, nprobe "
                "3000 of nlist 2^15) is in its own panel: another scale than ours, so not on our nprobe axis.")
     return plotting.save(fig, out_png, caption) + S.table(g, out_png)

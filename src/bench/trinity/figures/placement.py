@@ -11,6 +11,10 @@ from ...core.figures import figure
 from ._common import NO_PAPER
 
 
+NAMES = {"coupled": "coupled (one search device per LLM server)", "colocated_prefill": "co-located with prefill",
+         "independent_pool": "independent search pool"}
+
+
 @figure("fig2_placement", records=("placement",), title="Figure 2: three placements (modelled)")
 def fig2_placement(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     df = data["placement"]
@@ -18,10 +22,15 @@ def fig2_placement(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     fig, axes = plotting.start(4, w=3.75, h=4)
     panels = [("search_devices", "search devices"), ("search_util", "search utilisation u(Q)"),
               ("prefill_latency_s", "prefill retrieval latency (ms)"), ("llm_gpus", "GPUs left for the LLM")]
+    over = df[df.overloaded.astype(bool)] if "overloaded" in df else df.iloc[:0]
     for ax, (colname, title) in zip(axes, panels):
         for name, g in df.groupby("placement"):
             y = g[colname] * (1e3 if colname.endswith("_s") else 1)
-            ax.plot(g.load_x_device, y, marker="o", color=col[name], label=plotting.label_source(name, "modelled"))
+            ax.plot(g.load_x_device, y, marker="o", color=col[name],
+                    label=plotting.label_source(NAMES.get(name, name.replace("_", " ")), "modelled"))
+        for r in over[over[colname].isna()].itertuples():   # overloaded, so no value here: say so where it would be
+            ax.plot(r.load_x_device, 0, marker="x", ms=9, mew=2, color=col[r.placement], ls="none",
+                    transform=ax.get_xaxis_transform(), clip_on=False, label="overloaded at this load (no value)")
         ax.set(xscale="log", xlabel="retrievals/s (x one device's throughput at its knee)", title=title)
         ticks = sorted(df.load_x_device.round(3).unique())
         ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
@@ -29,6 +38,6 @@ def fig2_placement(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     plotting.legend_below(fig, ncol=3)
     cap = ("Figure 2 of Trinity as an analytic model (modelled, not measured): coupled (one search device per LLM "
            "server), co-located with prefill, and an independent pool sized at the knee of the measured search "
-           f"roofline. Assumptions: {df.assumptions.iloc[0]}. Missing points: the placement is overloaded at that "
-           "load. " + NO_PAPER)
+           f"roofline. Assumptions: {df.assumptions.iloc[0]}. A cross on the x axis: the placement is overloaded at that "
+           "load, so it has no value there. " + NO_PAPER)
     return plotting.save(fig, out_png, cap)

@@ -14,6 +14,17 @@ from ..system import roofline
 from ._common import NO_PAPER
 
 
+def _unsaturated(m: pd.DataFrame, f: dict) -> str:
+    """A warning where the stage has not saturated within the batches run: medians above the fitted
+    plateau, or a throughput gain still rising at the largest batch."""
+    above = [f"{x:g}" for x, u in m.u.items() if u > f["u_max"] * 1.02]
+    gain = m.w / m.w.iloc[0]
+    rising = len(gain) > 1 and gain.iloc[-1] > 1.05 * gain.iloc[-2]
+    words = ([f"medians above the fitted u_max at X = {', '.join(above)}"] if above else []) + \
+        (["gain still rising at the largest X (not saturated within the batches run)"] if rising else [])
+    return f" ({'; '.join(words)})" if words else ""
+
+
 @figure("fig1_roofline", records=("roofline",), title="Figure 1: utilisation against batch size")
 def fig1_roofline(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     df = analysis.measured(data["roofline"])
@@ -29,7 +40,7 @@ def fig1_roofline(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
         a1.plot(xs, roofline.u_model(xs, f["u_max"], f["x_sat"], f["alpha"]), color=col[stage], lw=1.2, ls="--")
         a2.plot(m.index, m.w / m.w.iloc[0], marker="o", color=col[stage], label=f"_{stage}")
         notes.append(f"{stage}: u_max={f['u_max']:.3g}, X_sat={f['x_sat']:.3g}, alpha={f['alpha']:.2f}, "
-                     f"knee={f['x_knee']:.3g}")
+                     f"knee={f['x_knee']:.3g}" + _unsaturated(m, f))
     dev = str(df.device.iloc[0])
     proxy = "GPU" if dev.startswith("cuda") else "CPU proxy for GPU utilisation"
     a1.set(xscale="log", yscale="log", xlabel="batch size X (queries Q for search, sequences B for prefill/decode)",
