@@ -125,7 +125,7 @@ def _scale_notes(df: pd.DataFrame) -> tuple[pd.Series, list[str]]:
 def _row_cells(r, scale: str) -> list[str]:
     thr = "–" if _nan(r["threshold"]) else f"{r['direction']} {_fmt(r['threshold'])}"
     also = r.get("threshold_also")
-    if not _nan(also) and not pd.isna(also):
+    if also is not None and pd.notna(also):
         thr = f"{r['direction']} {_fmt(also)} and {_fmt(r['threshold'])}"
     hist = r.get("history", "") or "–"
     mark = " (unstable)" if r.get("unstable", False) else ""

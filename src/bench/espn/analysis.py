@@ -44,10 +44,6 @@ class E2E:
     def totals(self, ssd, backend, budget) -> np.ndarray:
         return self.rows(ssd, backend, budget).total_s.to_numpy()
 
-    def processes(self, ssd, backend, budget) -> np.ndarray:
-        """The process of each of :meth:`totals` (intervals resample processes first)."""
-        return self.rows(ssd, backend, budget).process.to_numpy()
-
     def half(self, ssd) -> str | None:
         """The budget nearest half the table (the table at 2x its memory) run with mmap on ``ssd``."""
         b = [x for x in self.ok[(self.ok.ssd == ssd) & (self.ok.backend == "mmap")].budget.unique() if x != "unlimited"]

@@ -47,10 +47,10 @@ def _ratio_claim(e: E2E, cid, text, paper, ssd, num: str, den, *, threshold, dir
     where = "" if ssd == "native" else \
         f" (emulated SSD, read-throttled to {int(e.ok[e.ok.ssd == ssd].ssd_read_iops.iloc[0]):,} read IOPS)"
     dk, dssd, dbud = den if isinstance(den, tuple) else (den, ssd, budget)
-    a, b = e.totals(ssd, num, budget), e.totals(dssd, dk, dbud)
-    groups = (e.processes(ssd, num, budget), e.processes(dssd, dk, dbud))
-    est, lo, hi = claims.ratio_ci(a, b, n_boot=N_BOOT, groups=groups)
-    rows = pd.concat([e.rows(ssd, num, budget), e.rows(dssd, dk, dbud)])
+    ra, rb = e.rows(ssd, num, budget), e.rows(dssd, dk, dbud)
+    a, b = ra.total_s.to_numpy(), rb.total_s.to_numpy()
+    est, lo, hi = claims.ratio_ci(a, b, n_boot=N_BOOT, groups=(claims.process_of(ra), claims.process_of(rb)))
+    rows = pd.concat([ra, rb])
     return claims.claim(
         STUDY, cid, text + where, paper, ours=est, ci=(lo, hi), threshold=threshold, direction=direction, unit="x",
         scale=f"budget {budget} of the table; {_scale(e.prov)}", source=e.source(ssd, budget),
@@ -233,7 +233,7 @@ def _memory_saved(e: E2E) -> claims.Claim:
     ratios = (ann + table) / (ann + peaks)
     est, lo, hi = float(np.median(ratios)), float(ratios.min()), float(ratios.max())
     lat, llo, lhi = claims.ratio_ci(rows.total_s, e.totals("native", "memory", "unlimited"), n_boot=N_BOOT,
-                                    groups=(rows.process, e.processes("native", "memory", "unlimited")))
+                                    groups=(rows.process, claims.process_of(e.rows("native", "memory", "unlimited"))))
     return claims.claim(
         STUDY, "memory-saved", text, _range(PV.MEMORY_REDUCTION), ours=est, ci=(lo, hi),
         threshold=PV.MEMORY_REDUCTION[0], unit="x", source=e.source(
