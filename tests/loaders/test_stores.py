@@ -1,6 +1,8 @@
 """The four loaders return the collection's texts; bad input is named before training."""
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -18,6 +20,20 @@ def test_every_loader_returns_the_collection_texts(bundle):
         assert [store.get(ids[i]) for i in probe] == [docs[i] for i in probe], name
         with pytest.raises(KeyError):
             store.get("no-such-doc")
+        store.close()
+
+
+def test_every_opened_loader_survives_pickling_for_a_spawned_worker(bundle):
+    """DataLoader workers started by spawn or forkserver receive the store pickled; its open file handles
+    stay behind and the copy opens its own (the gpu, small and paper profiles time spawned workers)."""
+    ids, docs = textio.read_collection_tsv(bundle / C.DOCS)
+    for name in LOADERS:
+        store = make_store(name, bundle).open()
+        store.get(ids[1])   # handles opened in this process
+        copy = pickle.loads(pickle.dumps(store))
+        assert copy.get(ids[-1]) == docs[-1], name
+        assert store.get(ids[0]) == docs[0], name
+        copy.close()
         store.close()
 
 

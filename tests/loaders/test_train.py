@@ -198,6 +198,13 @@ def test_dataloader_workers_use_pytorchs_default_start_method(bundle, model_dir)
     assert out.results[0]["worker_start_method_used"] == multiprocessing.get_start_method()
 
 
+def test_a_run_with_spawned_workers_reads_every_loader(bundle, model_dir):
+    """The options step's start-method rows: DataLoader workers started by spawn get the loader pickled."""
+    out = launch.launch(_spec(bundle, model_dir, parallel="dp", replicas=1, num_workers=1,
+                              worker_start_method="spawn"), timeout_s=120)
+    assert out.results[0]["worker_start_method_used"] == "spawn"
+
+
 # ------------------------------------------------------------------ CUDA (real DataParallel and DDP over nccl)
 
 @pytest.mark.gpu

@@ -27,8 +27,9 @@ def fig1(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     names = {"encode_s": "query encode", "ann_s": "ANN search", "prefetch_wait_s": "prefetch wait",
              "crit_read_s": "critical-path reads", "rerank_s": "re-rank (MaxSim)"}
     col = dict(zip(names.values(), [plotting.COLORBLIND[i] for i in (0, 2, 3, 1, 7)]))  # distinct hues
+    total = float((g[stages].sum(axis=1) * 1e3).max()) if len(g) else 0.0
     for s in stages:
-        ax.barh(g.label, g[s] * 1e3, left=left, label=names[s], color=col[names[s]])
+        ax.barh(g.label, g[s] * 1e3, left=left, label=_thin(names[s], g[s] * 1e3, total), color=col[names[s]])
         left += g[s].to_numpy() * 1e3
     ax.invert_yaxis()
     ax.tick_params(axis="y", labelsize=7)
@@ -44,6 +45,12 @@ def fig1(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
                "(ColBERTer, 18.8 GB index) is a plot without stated numbers, so no paper value is drawn.")
     return plotting.save(fig, out_png, caption) + S.table(g.drop(columns="label"), out_png)
 
+
+def _thin(name: str, ms: pd.Series, total_ms: float) -> str:
+    """A stage's legend label, with its largest mean where its bars are too thin to see (under 1% of
+    the longest bar)."""
+    top = float(ms.max()) if len(ms) else 0.0
+    return f"{name} (at most {top:.2g} ms: too thin to see)" if total_ms > 0 and top < 0.01 * total_ms else name
 
 
 def _tables45_ours(ax, piv, iops):

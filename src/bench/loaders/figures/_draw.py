@@ -16,6 +16,17 @@ P_STYLE = {**plotting.PAPER_STYLE}
 CPU = "CPU stand-in: DP = one replica per thread in one process; DDP = one process per replica (gloo)"
 
 
+# Colours for series that are not loaders (modes, processes): the loaders' own colours (blue, orange and
+# green: plotting.colors over the paper's three loaders, in every grid figure) are left out.
+NON_LOADER = [plotting.COLORBLIND[i] for i in (3, 6, 7, 4, 9, 8)]
+
+
+def other_colors(names) -> dict:
+    """One colour per series that is not a loader, none of them a loader's colour (sorted names)."""
+    names = sorted(dict.fromkeys(names))
+    return {n: NON_LOADER[i % len(NON_LOADER)] for i, n in enumerate(names)}
+
+
 def impl(df: pd.DataFrame) -> str:
     """What ran as DP and DDP, from the records (older records without the column: the CPU stand-ins)."""
     ran = A.implementations(df)

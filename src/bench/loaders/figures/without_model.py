@@ -17,7 +17,7 @@ def loader_only_throughput(data: dict[str, pd.DataFrame], out_png: Path) -> list
     df = data["loader_only"]
     m = df[df.phase == "measured"]
     loaders, modes = list(dict.fromkeys(m.loader)), list(dict.fromkeys(m["mode"]))
-    col = plotting.colors(modes)
+    col = D.other_colors(modes)
     vals = {(l, mo): core_claims.bootstrap_ci(g.samples_per_s, n_boot=D.N_BOOT)
             for (l, mo), g in m.groupby(["loader", "mode"])}
     fig, (ax,) = plotting.start(1, w=7.5, h=4)
@@ -53,7 +53,9 @@ def worker_memory_growth(data: dict[str, pd.DataFrame], out_png: Path) -> list[P
     df = data["workers"]
     loaders = list(dict.fromkeys(df.loader))
     series = sorted({_series(w, k) for w, k in zip(df.num_workers, df.worker)})
-    col = plotting.colors(series)
+    mains = [s for s in series if "main" in s]   # main processes in greys, workers in no loader's colour
+    col = {**D.other_colors(s for s in series if s not in mains),
+           **{s: str(round(0.2 + 0.4 * i / max(1, len(mains) - 1), 2)) for i, s in enumerate(mains)}}
     fig, axes = plotting.start(len(loaders), w=5, h=4, sharey=True)
     for ax, l in zip(axes, loaders):
         g = df[df.loader == l]  # every reading: before the first batch too (the fork), as hollow markers

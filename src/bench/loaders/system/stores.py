@@ -8,7 +8,8 @@
 
 ``open()`` loads or opens what the loader keeps in memory (its time is the corpus loading time) and
 checks the files first; file handles are reopened in every process that reads (DataLoader workers
-forked after ``open`` must not share a file offset).
+forked after ``open`` must not share a file offset), and a store pickled for a worker started by
+``spawn`` or ``forkserver`` leaves its handles behind (the worker opens its own).
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ class DocStore:
     """One loader: ``open()`` once, then ``get(doc_id) -> text`` in any process."""
 
     name = ""
+    handles = ("fh", "mm", "store")   # per-process file objects: never pickled
 
     def __init__(self, bundle_dir: str | os.PathLike):
         self.dir = Path(bundle_dir)
@@ -47,6 +49,13 @@ class DocStore:
 
     def close(self) -> None:
         pass
+
+    def __getstate__(self) -> dict:
+        """What a spawned or forkserver worker receives: everything but the open handles, which the
+        worker reopens on its first read (as a forked one does)."""
+        state = {k: v for k, v in self.__dict__.items() if k not in self.handles}
+        state["_pid"] = None
+        return state
 
     def _per_process(self) -> bool:
         """True when this process has not opened its own handles yet."""

@@ -7,16 +7,19 @@ from ...core import plotting
 
 NO_PAPER = "The paper reports no measured values (no evaluation section), so none is drawn."
 
-# name -> (index into the colorblind palette, marker, filled). Scheduling policies (scheduler, sched_sweep)
-# take the first five colours; the two batching policies (latency_load, lanes) keep the colours those
-# figures always had. Filled and hollow alternate, so coinciding policies stay apart.
+# name -> (index into the colorblind palette, marker, filled). Scheduling policies (scheduler, sched_sweep):
+# Trinity's own policy green, clear of FIFO's orange; greys are left to the control-loop panel. The
+# batching policies (latency_load, lanes) and the engine's curves in recall_qps share colours: continuous blue,
+# static orange, batch 1 green; the reference systems there take the colours no engine curve uses.
+# Filled and hollow alternate, so coinciding policies stay apart.
 _STYLES = {
-    "decode_first": (0, "o", True), "fifo": (1, "s", False), "fixed_r": (2, "D", True),
-    "prefill_first": (3, "^", False), "trinity": (4, "v", True),
-    "continuous": (0, "o", True), "static": (1, "s", False),
+    "decode_first": (0, "o", True), "fifo": (1, "s", False), "fixed_r": (7, "D", True),
+    "prefill_first": (3, "^", False), "trinity": (2, "v", True),
+    "continuous": (0, "o", True), "static": (1, "s", False), "batch1": (2, "D", True),
 }
+_SYSTEMS = {"faiss-hnsw": (5, "^", True), "cuvs-cagra": (6, "v", True), "hnswlib": (4, "<", True)}
 _SPARE_MARKERS = "P*Xhp<>"
-_SPARE_COLOURS = [6, 7, 8, 9, 5]
+_SPARE_COLOURS = [4, 7, 8, 9]
 
 
 def policy_style(pol: str) -> dict:
@@ -27,6 +30,19 @@ def policy_style(pol: str) -> dict:
     else:
         h = sum(map(ord, pol))
         c, m, filled = _SPARE_COLOURS[h % len(_SPARE_COLOURS)], _SPARE_MARKERS[h % len(_SPARE_MARKERS)], True
+    return {"color": plotting.COLORBLIND[c], "marker": m, "mfc": None if filled else "none"}
+
+
+def system_style(name: str) -> dict:
+    """Colour and marker of a recall/QPS curve by system name: ``engine-<policy>[-pN]`` takes its batching
+    policy's, ``exact-<device>`` pink, the reference systems their own (never by position in the figure)."""
+    base = name.removeprefix("engine-").split("-p")[0] if name.startswith("engine-") else name
+    if name.startswith("exact-"):
+        c, m, filled = 3, "*", True
+    elif name in _SYSTEMS:
+        c, m, filled = _SYSTEMS[name]
+    else:
+        return policy_style(base)
     return {"color": plotting.COLORBLIND[c], "marker": m, "mfc": None if filled else "none"}
 
 

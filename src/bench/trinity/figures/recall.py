@@ -10,7 +10,7 @@ import pandas as pd
 from ...core import plotting
 from ...core.figures import figure
 from .. import analysis
-from ._common import NO_PAPER
+from ._common import NO_PAPER, system_style
 
 
 @figure("recall_qps", records=("recall",), title="recall@k against queries/s")
@@ -20,14 +20,14 @@ def recall_qps(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     rcol = analysis.recall_column(m)
     datasets = sorted(m.dataset.unique())
     base = m.system.str.replace(r"-p\d+$", "", regex=True)   # engine-continuous-p2: continuous's colour, dashed
-    col = plotting.colors(base.unique())
     fig, axes = plotting.start(len(datasets), w=5.5 + 2 / len(datasets), h=4.2)
     for ax, ds in zip(axes, datasets):
         for sysname, g in m[m.dataset == ds].groupby("system"):
             s = g.groupby("value").agg(qps=("qps", "median"), lo=("qps", "min"), hi=("qps", "max"), r=(rcol, "first"))
             pv = sysname != base[g.index[0]]
-            ax.errorbar(s.r, s.qps, yerr=[s.qps - s.lo, s.hi - s.qps], marker="s" if pv else "o",
-                        ls="--" if pv else "-", color=col[base[g.index[0]]],
+            st = system_style(base[g.index[0]])
+            ax.errorbar(s.r, s.qps, yerr=[s.qps - s.lo, s.hi - s.qps], marker="s" if pv else st["marker"],
+                        ls="--" if pv else "-", color=st["color"], mfc="none" if pv else st["mfc"],
                         label=f"{base[g.index[0]]}, p = {int(g.p.iloc[0])} parents/extend" if pv else sysname)
         ax.axvline(0.95, color="0.5", ls=":", lw=1)
         ax.set(yscale="log", xlabel=rcol.replace("recall_at_", "recall@"), ylabel="queries/s (median)", title=ds)
