@@ -149,5 +149,6 @@ def test_table_3_marks_missing_fine_tuned_slots(tmp_path, monkeypatch):
     recs = {"profile": [records.write(tmp_path / "profile.parquet", synthetic.profile_df(), {"method": "synthetic"})],
             "serving": [records.write(tmp_path / "serving.parquet", serv, {"method": "synthetic"})]}
     fig, _ = _drawn("table_3", recs, tmp_path, monkeypatch)
-    notes = [t.get_text() for t in fig.axes[0].texts]
-    assert any(t.startswith("not run") for t in notes)
+    for ax in fig.axes[:2]:   # one note over the pair's slots in (a) and (b), saying why
+        notes = [t.get_text() for t in ax.texts if t.get_text().startswith("fine-tuned: not run")]
+        assert len(notes) == 1 and "(" in notes[0]

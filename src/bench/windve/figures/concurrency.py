@@ -72,6 +72,16 @@ def tables_1_2(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     return plotting.save(fig, out_png, cap)
 
 
+def _not_fine_tuned(keys, pair: str, why: str, axes) -> None:
+    """One note over a pair's slots in each panel: its fine-tuned bars are not run, and why."""
+    xs = [i for i, (p, _, _) in enumerate(keys) if p == pair]
+    for ax in axes:
+        ax.set_ylim(top=ax.get_ylim()[1] * 1.22)   # headroom: the note sits above every bar
+        ax.axvspan(min(xs) - 0.5, max(xs) + 0.5, color="0.94", zorder=0, lw=0)
+        ax.text((min(xs) + max(xs)) / 2, 0.97, f"fine-tuned: not run\n({why})", transform=ax.get_xaxis_transform(),
+                ha="center", va="top", fontsize="x-small", color="0.25", wrap=True)
+
+
 @figure("table_3", records=("profile", "serving"), title="Table III: queue depth by regression, stress test, fine-tuning")
 def table_3(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     prof, serv = data["profile"], data["serving"]
@@ -93,15 +103,8 @@ def table_3(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     for j, m in enumerate(methods):
         vals = [dr[(dr.pair == p) & (dr.dev == dev) & (dr.slo_s == s) & (dr.method == m)].depth.max() for p, dev, s in keys]
         a.bar(x + (j - 1) * 0.27, vals, 0.27, color=col[m], label=m)
-        if m == "fine-tuned":   # an empty slot says so, and why (the paper's star in (b) would stand alone)
-            for i, ((p, _, _), v) in enumerate(zip(keys, vals)):
-                if not np.isfinite(v):
-                    why = analysis.not_fine_tuned_why(serv, p)
-                    missing.add(p)
-                    for ax, xi in ((a, i + 0.27), (b, i + 0.2)):
-                        ax.annotate(f"not run:\n{why}", (xi, 0), xytext=(0, 4), textcoords="offset points",
-                                    rotation=90, ha="center", va="bottom", fontsize=6, color="0.25",
-                                    linespacing=0.9)
+        if m == "fine-tuned":   # empty slots say so, and why (the paper's star in (b) would stand alone)
+            missing |= {p for (p, _, _), v in zip(keys, vals) if not np.isfinite(v)}
         pv = [PV.TABLE_III[(p, dev, analysis.rank(s, slos))][m] for p, dev, s in keys]
         ours_ratio = [v / st if st else np.nan for v, st in zip(vals, [dr[(dr.pair == p) & (dr.dev == dev) & (dr.slo_s == s)
                                                                           & (dr.method == "stress")].depth.max() for p, dev, s in keys])]
@@ -115,6 +118,8 @@ def table_3(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
         runs = [dr[(dr.pair == p) & (dr.dev == dev) & (dr.slo_s == s) & (dr.method == m)].runs.max() for p, dev, s in keys]
         c.bar(x + (j - 0.5) * 0.4, runs, 0.4, color=col[m])
     c.yaxis.set_major_locator(MaxNLocator(integer=True))   # run counts are whole
+    for p in sorted(missing):
+        _not_fine_tuned(keys, p, analysis.not_fine_tuned_why(serv, p), (a, b))
     a.set(xticks=x, xticklabels=labels, ylabel="queue depth (queries)", title="(a) ours: depth per device and SLO")
     b.set(xticks=x, xticklabels=labels, ylabel="depth / stress-test depth", title="(b) against the stress test")
     c.set(xticks=x, xticklabels=labels, ylabel="profiling runs (levels measured)", title="(c) runs each method needed")
