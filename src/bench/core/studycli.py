@@ -187,6 +187,15 @@ def _figures(reg: LazyRegistry, a: argparse.Namespace) -> list[Path]:
         raise ConfigError(f"figure: --out takes one figure, {len(names)} named; use --out-dir")
     kinds = {k for n in names for k in registry.records_of(n)}
     doors.records("figure", pairs(a.records, "--records"), sorted(kinds))
+    given = set(pairs(a.records, "--records"))
+    if "all" in a.names:   # every figure whose records are given
+        names = [n for n in names if set(registry.records_of(n)) <= given]
+        if not names:
+            raise ConfigError(f"figure all: no figure reads only the record kinds given ({', '.join(sorted(given))})")
+    for n in names:   # a named figure has its records, before any is drawn
+        if missing := [k for k in registry.records_of(n) if k not in given]:
+            raise ConfigError(f"figure {n} reads record kind(s) {', '.join(missing)}: give "
+                              + " ".join(f"--records {k}=PATH" for k in missing))
     doors.out_path("figure", a.out or Path(a.out_dir) / "x.png", ".png")
     from . import plotting
 

@@ -153,13 +153,14 @@ def plain_log_ticks(axis) -> None:
     axis.set_minor_formatter(_PlainLogFormatter(minor=True))
 
 
-def nice_log_limits(ax, values, pad: float = 1.05) -> None:
+def nice_log_limits(ax, values, pad: float = 1.05, top: bool = True) -> None:
     """y limits of a log axis out to the labelled 1-2-5 values just beyond ``values``, so that every value
-    lies between two labelled ticks."""
+    lies between two labelled ticks (``top=False``: the lower limit only, down to the next labelled value of
+    a short log axis: 2, 3, 4, 5, 6 or 8 times a power of ten)."""
     v = np.asarray([x for x in np.ravel(values) if np.isfinite(x) and x > 0], dtype=float)
     if not v.size:
         return
-    steps = np.array([1, 2, 5, 10])
+    steps = np.array([1, 2, 5, 10] if top else [1, 2, 3, 4, 5, 6, 8, 10])   # the lower limit: a labelled minor
 
     def down(x):
         e = 10 ** np.floor(np.log10(x))
@@ -168,7 +169,10 @@ def nice_log_limits(ax, values, pad: float = 1.05) -> None:
     def up(x):
         e = 10 ** np.floor(np.log10(x))
         return float(steps[steps >= x / e - 1e-9].min() * e)
-    ax.set_ylim(down(v.min() / pad), up(v.max() * pad))
+    if top:
+        ax.set_ylim(down(v.min() / pad), up(v.max() * pad))
+    else:
+        ax.set_ylim(bottom=down(v.min() / pad))
 
 
 def legend_below_matching(fig, handles: dict, ncol: int = 3):

@@ -21,7 +21,8 @@ from ...core.figures import figure
 from .. import analysis, paper_values
 from ..analysis import model_size as _size
 from ._draw import (COMPUTED_COLOR, COMPUTED_LABEL, busy_text, label, legend_below_matching, log_dots,
-                    not_run_text, paper_point, plain_log_ticks, where, write_csv)
+                    not_run_text, nice_log_limits, paper_point, plain_log_ticks, where,
+                    write_csv)
 
 PAPER_RALM_ARCH = {("S", "cpu"): "8CPU", ("L", "cpu"): "16CPU", ("S", "fpga-gpu"): "1FPGA-1GPU",
                    ("L", "fpga-gpu"): "2FPGA-1GPU"}
@@ -276,6 +277,7 @@ def _fig10_slot(tr, dist, slot, d: pd.DataFrame, col: dict, nr: pd.DataFrame) ->
     for ax in (tr, dist):
         ax.set_yscale("log")
         plain_log_ticks(ax.yaxis)
+    nice_log_limits(tr, np.concatenate(vals), top=False)   # the bulk of the steps sits above a labelled tick
     dist.sharey(tr)
     dist.set_title("distribution (all steps)", fontsize="small")
     dist.set_ylabel("ms per step", fontsize="small")
