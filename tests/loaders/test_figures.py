@@ -42,3 +42,18 @@ def test_figures_and_claims_of_a_one_gpu_machine(recs, tmp_path):
     rows = {r.claim_id: r for r in claims.build(data, STUDY.parameters({}), "test")}
     ddp = [r for r in rows.values() if "ddp" in r.claim_id.lower() and "2" in r.claim_id]
     assert all(r.verdict != "reproduced" for r in ddp)
+
+
+@pytest.mark.parametrize("method, says", [("fork", "Workers are forked"), ("spawn", "started by spawn")])
+def test_worker_memory_caption_follows_the_start_method(method, says, tmp_path):
+    """Copy-on-read is what forked workers show; spawned or forkserver workers each hold their own copy."""
+    import pandas as pd
+
+    from bench.core import records
+    from .synthetic_records import PROV, workers_records
+
+    path = workers_records(tmp_path / "w.parquet")
+    df = pd.read_parquet(path)
+    path = records.write(tmp_path / "w2.parquet", df, {**PROV, "dataloader_default_start_method": method})
+    FIGURES.draw("worker_memory_growth", {"workers": [path]}, tmp_path / "w.png")
+    assert says in (tmp_path / "w.caption.rst").read_text()

@@ -75,9 +75,20 @@ def worker_memory_growth(data: dict[str, pd.DataFrame], out_png: Path) -> list[P
     plotting.legend_below(fig, ncol=3)
     cap = ("Beyond the paper: private memory (USS) of the main process and of each DataLoader worker over "
            "time while batches are delivered (no model); every reading is a marker, ringed while the "
-           "process loads the collection (before its workers start). Where workers' lines coincide, each keeps its own marker and line style (solid, dotted, dash-dot), the later worker drawn on top. Workers are forked: pages of the dict loader's Python objects "
-           "that a worker reads get copied into it as their reference counts change (copy-on-read, a "
-           "long-standing PyTorch issue), so its USS grows with the documents it touches (the main process's "
-           "USS drops when the workers fork: its pages become shared with them); loaders whose "
-           f"data lives in files or numpy/Arrow buffers do not grow so. Scale: {D.scale(df)}.")
+           "process loads the collection (before its workers start). Where workers' lines coincide, each keeps its own marker and line style (solid, dotted, dash-dot), the later worker drawn on top. "
+           + _start_method_text(df.attrs.get("provenance", {}).get("dataloader_default_start_method", "fork"))
+           + f" Scale: {D.scale(df)}.")
     return plotting.save(fig, out_png, cap)
+
+
+def _start_method_text(method: str) -> str:
+    """What the workers' memory shows, by how they were started (the records' provenance)."""
+    if method == "fork":
+        return ("Workers are forked: pages of the dict loader's Python objects that a worker reads get copied "
+                "into it as their reference counts change (copy-on-read, a long-standing PyTorch issue), so its "
+                "USS grows with the documents it touches (the main process's USS drops when the workers fork: "
+                "its pages become shared with them); loaders whose data lives in files or numpy/Arrow buffers "
+                "do not grow so.")
+    return (f"Workers are started by {method}: each unpickles its own copy of the loader (no pages shared "
+            "with the main process, so no copy-on-read): a dict loader's worker holds a private copy of the "
+            "whole collection from its start.")
