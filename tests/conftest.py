@@ -21,7 +21,7 @@ def pytest_collection_modifyitems(config, items):
         return
     skip = pytest.mark.skip(reason="needs CUDA (none on this machine)")
     for item in items:
-        if "gpu" in item.keywords:
+        if item.get_closest_marker("gpu") is not None:   # the marker, not a keyword (a parameter id "gpu" is one)
             item.add_marker(skip)
 
 

@@ -178,3 +178,17 @@ def test_config_numbers_in_datasets_are_numbers_and_merge_into_the_profile(repo,
     r = _snakemake(repo, tmp_path, "-n", "--config", 'datasets={"sift-like": {"n_base": "lots"}}')
     assert r.returncode != 0 and "datasets.sift-like.n_base" in r.stderr and "'lots'" in r.stderr
     assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) <= 3, r.stderr
+
+
+@pytest.mark.parametrize("profile", ["tiny", "small", "gpu", "paper"])
+def test_every_shipped_profile_plans_every_study(repo, tmp_path, profile):
+    """`snakemake -n` with each shipped profile: the whole DAG builds (no download, no GPU needed), and
+    every enabled study's figure and claims jobs are in it."""
+    r = _snakemake(repo, tmp_path, "-n", "--configfile", str(repo / "experiments" / f"{profile}.yaml"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    cfg = yaml.safe_load((repo / "experiments" / f"{profile}.yaml").read_text())
+    studies = [p.stem for p in (repo / "experiments" / "schema").glob("*.yaml")
+               if (cfg.get(p.stem) or {}).get("enabled", True) and p.stem in cfg]
+    assert studies and "claims_ledger" in r.stdout
+    for study in studies:
+        assert f"{study}_claims" in r.stdout and f"{study}_figures" in r.stdout, study
