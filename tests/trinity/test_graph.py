@@ -81,6 +81,15 @@ def test_matmul_candidates_give_the_faiss_knn(small):
     assert "faiss flat" in graph.build_method(2000, graph.GraphParams(), "cpu")
 
 
+def test_a_gpu_builds_the_exact_knn_graph_ten_times_further():
+    """1M vectors (the gpu profile): exact by matmul + topk on CUDA, IVF-flat on the CPU (its limit 200k)."""
+    p = graph.GraphParams()
+    assert graph.exact_limit(p, "cuda") == 2_000_000 and graph.exact_limit(p, "cpu") == 200_000
+    assert "tiled float32 matmul" in graph.build_method(1_000_000, p, "cuda")
+    assert "IVF-flat" in graph.build_method(1_000_000, p, "cpu")
+    assert "IVF-flat" in graph.build_method(3_000_000, p, "cuda:0")
+
+
 def test_tree_sum_adds_in_a_fixed_pairwise_order():
     import torch
 

@@ -6,11 +6,13 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Graph:
-    """The fixed-degree graph (CAGRA): out-degree D, kNN degree K, exact kNN up to exact_max_n vectors."""
+    """The fixed-degree graph (CAGRA): out-degree D, kNN degree K, exact kNN up to exact_max_n vectors on the
+    CPU and exact_max_n_cuda on CUDA."""
 
     degree: int
     knn_degree: int
     exact_max_n: int
+    exact_max_n_cuda: int
     ivf_nprobe: int
 
 

@@ -19,7 +19,7 @@ def build(ctx: Context) -> None:
     p: Params = ctx.params
     ds = prepared.load_vectors(ctx.input("manifest"))
     gp = graph.GraphParams(degree=p.graph.degree, knn_degree=p.graph.knn_degree, exact_max_n=p.graph.exact_max_n,
-                           ivf_nprobe=p.graph.ivf_nprobe)
+                           exact_max_n_cuda=p.graph.exact_max_n_cuda, ivf_nprobe=p.graph.ivf_nprobe)
     base = np.ascontiguousarray(ds.base)
     t0 = time.perf_counter()
     g = graph.build_graph(base, gp, seed=ctx.seed)

@@ -1,8 +1,9 @@
 """The fixed-degree search graph of Trinity's vector pool (paper section 3.2: "a fixed-degree neighbor list
 G in N^{N x D}" kept resident beside the vectors), built the CAGRA way (Ootomo et al., ICDE 2024):
 
-1. a kNN graph of degree K (:mod:`.knn`: exact up to ``exact_max_n`` vectors, by a tiled matmul + topk on
-   CUDA or faiss flat on CPU, faiss IVF-flat beyond; candidates re-ranked exactly, ties by id);
+1. a kNN graph of degree K (:mod:`.knn`: exact by a tiled matmul + topk on CUDA up to ``exact_max_n_cuda``
+   vectors, or by faiss flat on CPU up to ``exact_max_n``, faiss IVF-flat beyond; candidates re-ranked
+   exactly, ties by id);
 2. rank-based pruning: an edge X->Y at rank b is "detourable" through Z at rank a < b when Y is in Z's
    list at a rank c < b (max(a, c) < b); each node keeps the D edges with the fewest detours (ties by rank);
 3. reverse edges: the final list takes the best D/2 pruned edges, then reverse edges (ordered by their rank
@@ -34,7 +35,8 @@ from . import knn
 class GraphParams:
     degree: int = 32              # D, the fixed out-degree
     knn_degree: int = 64          # K, the intermediate kNN graph's degree (CAGRA: 2 x D)
-    exact_max_n: int = 200_000    # exact kNN graph up to this N, IVF-flat beyond
+    exact_max_n: int = 200_000    # exact kNN graph up to this N on the CPU (faiss flat), IVF-flat beyond
+    exact_max_n_cuda: int = 2_000_000   # ... on CUDA (tiled matmul + topk: 1M vectors in seconds on one GPU)
     ivf_nprobe: int = 16
     chunk: int = 2048
 
@@ -165,7 +167,7 @@ def build_graph(x: np.ndarray, params: GraphParams, seed: int = 0, device: str |
     x = np.ascontiguousarray(x, dtype=np.float32)
     check_params(x.shape[0], params)
     dev = build_device(device)
-    knn_ids = knn_graph(x, params.knn_degree, params.exact_max_n, params.ivf_nprobe, seed, dev)
+    knn_ids = knn_graph(x, params.knn_degree, exact_limit(params, dev), params.ivf_nprobe, seed, dev)
     pruned = prune(knn_ids, params.degree, params.chunk, dev)
     return add_reverse_edges(pruned, dev).astype(np.int32)
 
@@ -173,7 +175,12 @@ def build_graph(x: np.ndarray, params: GraphParams, seed: int = 0, device: str |
 def build_method(n: int, params: GraphParams, device: str | None = None) -> str:
     """Provenance text of :func:`build_graph` for ``n`` vectors (the kNN stage and the device)."""
     dev = build_device(device)
-    return f"{knn.method(n, params.exact_max_n, params.ivf_nprobe, dev)}; pruning and reverse edges in torch on {dev}"
+    return f"{knn.method(n, exact_limit(params, dev), params.ivf_nprobe, dev)}; pruning and reverse edges in torch on {dev}"
+
+
+def exact_limit(params: GraphParams, device: str) -> int:
+    """The largest N whose kNN graph is exact on ``device`` (a GPU's matmul reaches 10x the CPU's)."""
+    return params.exact_max_n_cuda if str(device).startswith("cuda") else params.exact_max_n
 
 
 def save_graph(path: str | Path, graph: np.ndarray, vectors: np.ndarray, meta: dict[str, Any]) -> Path:
