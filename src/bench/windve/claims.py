@@ -287,13 +287,23 @@ def _overload(b: Builder, ov: pd.DataFrame, s: pd.DataFrame) -> None:
     b.add("target-overload-p99", "accepted requests still meet the SLO at p99 under 3x overload", f"<= SLO",
           ours=est, ci=(lo, hi), threshold=slo, direction="<=", unit="s", source=analysis.source(ov),
           reason=f"p99 latency (client side) of the {len(acc)} accepted requests against the SLO {slo:g} s "
-                 f"(bootstrap); admission: {adm}")
+                 f"(bootstrap); admission: {adm}" + _predicted_vs_measured(ov))
     cos = ov[ov.status == 200].cosine
     devs = sorted(set(ov[ov.status == 200].device))
     b.add("target-cosine", "embeddings served equal the model's own output (cosine >= 0.9999) on every device path",
           ">= 0.9999", ours=float(cos.min()), ci=(float(cos.min()), float(cos.min())),
           threshold=b.p.targets.cosine, unit="cosine (min)", source=analysis.source(ov),
           reason=f"smallest cosine over {len(cos)} answers from {devs} against the model run in the load generator")
+
+
+def _predicted_vs_measured(ov: pd.DataFrame) -> str:
+    """The admission's predicted latency of the accepted requests beside what the client measured."""
+    acc = ov[ov.status == 200]
+    if "predicted_s" not in acc or not acc.predicted_s.notna().any():
+        return ""
+    pred, meas = acc.predicted_s.dropna().median(), acc.latency_s.median()
+    return (f"; the admission predicted a median {pred * 1e3:.0f} ms for them, the client measured "
+            f"{meas * 1e3:.0f} ms")
 
 
 def _predicted(prof: pd.DataFrame) -> dict:
