@@ -98,8 +98,9 @@ def test_no_host_synchronisation_inside_an_extend(small, visited):
 
 @pytest.mark.parametrize("chunk,visited", [(40, "hash"), (64, "hash"), (None, "bitmap"), (40, "bitmap")])
 def test_every_extend_has_the_same_shapes(small, chunk, visited):
+    """The fixed shape (what a CUDA graph replays; on the CPU ``skip_idle`` may leave idle launches out)."""
     e = ExtendEngine(small["base"], small["graph"], capacity=8, p=2, top_m_max=32, chunk=chunk,
-                     sync_every=1000, visited=visited, trace=True)
+                     sync_every=1000, visited=visited, trace=True, skip_idle=False)
     seqs, nxt = [], 0
     for i in range(30):                       # occupancy varies: empty, refilled, fresh, finishing slots
         if i in (0, 3, 12):
@@ -180,6 +181,38 @@ def test_hash_table_layout_and_bytes():
     assert t.admit(nbr, torch.ones(3, 8, dtype=torch.bool), torch.full((3, 16), -1))[2].sum() == 7
 
 
+@pytest.mark.parametrize("policy", ["continuous", "static"])
+def test_cpu_skips_the_launches_of_free_slots_with_the_same_results(small, policy):
+    kw = dict(capacity=8, p=2, top_m_max=32, chunk=64, trace=True)      # chunk = 2 slots' lanes: 4 launches
+    full = ExtendEngine(small["base"], small["graph"], skip_idle=False, **kw)
+    skip = ExtendEngine(small["base"], small["graph"], **kw)
+    assert skip.skip_idle and not full.skip_idle
+    assert _search(skip, small["queries"], policy=policy) == _search(full, small["queries"], policy=policy)
+    skip.admit(small["queries"][:3], [10] * 3, [16] * 3, list("abc"))
+    assert skip.used.nonzero()[0].tolist() == [0, 1, 2], "the lowest free slots are filled first"
+    skip.extend()
+    assert skip.last_launches == 2 and full.last_launches == 4
+    while skip.n_active():
+        skip.extend()
+    skip.extend()
+    assert skip.last_launches == 0, "an engine of several launches with no request runs none"
+
+
+def test_replay_counts_the_launches_of_its_busy_slots():
+    """The replay's launch count follows the live engine's: the launches that cover its busy slots."""
+    times = event_loop.TimeModel([(0, 1, 1.0), (0, 2, 2.0), (0, 4, 4.0)], 0)
+    traces = {(q, 16): event_loop.Trace([5, 5, 5], np.arange(10)) for q in range(8)}
+    rep = event_loop.ReplayAdapter(traces, 8, 64, times, slot_lanes=32)
+    rep.admit([workload.Request(i, i, 10, 16, 0.0) for i in range(3)])
+    assert rep.extend()[3] == 2, "3 busy slots x 32 lanes need 2 launches of 64"
+    old = event_loop.ReplayAdapter(traces, 8, 64, times)
+    old.admit([workload.Request(i, i, 10, 16, 0.0) for i in range(3)])
+    assert old.extend()[3] == 1, "without slot_lanes: launches from the distance tasks (15 of 64)"
+    fixed = event_loop.ReplayAdapter(traces, 8, 64, times, slot_lanes=32, fixed=True)
+    fixed.admit([workload.Request(i, i, 10, 16, 0.0) for i in range(3)])
+    assert fixed.extend()[3] == 4, "a replayed CUDA graph runs all 8 x 32 / 64 launches"
+
+
 def test_sync_every_reports_later_with_the_same_results(small):
     base = _search(ExtendEngine(small["base"], small["graph"], capacity=8, top_m_max=32, trace=True),
                    small["queries"])
@@ -229,7 +262,9 @@ def test_cuda_graph_gives_the_cpu_results(small, visited, sync_every):
     cpu = _search(ExtendEngine(small["base"], small["graph"], **kw), small["queries"], n=30)
     e = ExtendEngine(small["base"], small["graph"], device="cuda", sync_every=sync_every, **kw)
     assert e.mode == "cuda-graph", e._run.reason
+    assert not e.skip_idle, "a captured graph replays every launch"
     assert _search(e, small["queries"], n=30) == cpu
+    assert e.last_launches == e.launches
     assert _search(e, small["queries"], n=30, policy="static") == cpu, "replays after refills"
 
 

@@ -59,7 +59,9 @@ def _lane_claims(df: pd.DataFrame, params: Params) -> list[claims.Claim]:
                                 threshold=lp.target_util, unit="of lanes",
                                 scale=f"{ds}, loads >= {lp.high_load} x capacity, {int(g.lanes.iloc[0])}-lane op",
                                 source="emulated", machine_busy=claims.busy(g),
-                                reason=f"static at the same loads: {np.median(stat):.3f} (median)"))
+                                reason=f"static at the same loads: {np.median(stat):.3f} (median); a busy slot "
+                                "launches all its p x D lanes (candidates its visited set drops are masked, not "
+                                "compacted into one task array as in the paper)"))
         s_est, s_lo, s_hi = claims.ratio_ci(cont, stat)
         c = g[g.load_frac == min(g.load_frac.unique(), key=lambda x: abs(x - lp.claim_load))]
         b = c[c.arrival == ("bursty" if "bursty" in set(c.arrival) else c.arrival.iloc[0])]

@@ -92,11 +92,15 @@ def lanes(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
            title="extends per request (same for every policy)", ylim=(0, 1.15 * float(df.extends_mean.max())))
     plotting.legend_below(fig, ncol=3)
     cap = ("Lane utilisation of the fixed-shape distance operation (real distance tasks / lanes launched, "
-           f"{int(df.lanes.iloc[0])} lanes per launch) and mean extends per request against offered load, static "
+           f"{int(df.lanes.iloc[0])} lanes per launch; a busy slot launches all its p x D lanes, the candidates its "
+           "visited set drops masked rather than compacted into one task array as in the paper; the CPU engine "
+           "skips launches whose slots are all free, a CUDA graph runs them all) and mean extends per request "
+           "against offered load, static "
            "against continuous batching (extends per request are the same for both policies: same requests, "
            "batch-independent searches: in the middle panel the second policy's larger marker is drawn over "
            "the first's); dotted: a 90% utilisation reference (the harness's target). One marker per policy in every "
            "panel and in the latency figure. Right: the same extends' utilisation had "
-           "the op been captured at another size (tasks per extend do not depend on it; its timing would). Replay "
+           "the op been captured at another size, launched the same way (tasks per extend do not depend on it; its "
+           "timing would). Replay "
            "of real searches (emulated serving, measured extend times); median over seeds, bars min-max. " + NO_PAPER)
     return plotting.save(fig, out_png, cap)

@@ -130,6 +130,8 @@ class Traced:
     t_full: float
     n_queries: int
     dataset: str
+    slot_lanes: int | None = None    # p x D lanes per busy slot (records without it: launches from the tasks)
+    fixed: bool = False              # the traced engine ran every launch of its fixed shape (a CUDA graph)
 
     def extends(self, classes: list[RequestClass]) -> float:
         w = np.array([c.weight for c in classes])
@@ -141,7 +143,13 @@ class Traced:
 
     def replay(self, seed: int) -> event_loop.ReplayAdapter:
         """A fresh replay of the traced searches, extend times drawn with ``seed``."""
-        return event_loop.ReplayAdapter(self.traces, self.capacity, self.lanes, self.times.with_seed(seed))
+        return event_loop.ReplayAdapter(self.traces, self.capacity, self.lanes, self.times.with_seed(seed),
+                                        self.slot_lanes, self.fixed)
+
+    def launches(self, busy: int, fill: int, lanes: int) -> int:
+        """Launches of a ``lanes``-lane op in an extend with ``busy`` slots and ``fill`` tasks, counted as the
+        traced engine counted its own (:func:`.event_loop.launches_for`)."""
+        return event_loop.launches_for(busy, fill, lanes, self.slot_lanes, self.capacity, self.fixed)
 
 
 def load_traces(path: str, seed: int) -> Traced:
@@ -157,4 +165,6 @@ def load_traces(path: str, seed: int) -> Traced:
     return Traced(traces, event_loop.TimeModel(samples, seed), cap, int(df.chunk.iloc[0]),
                   req.groupby("top_m").extends.mean().to_dict(),
                   {(int(r.qidx), int(r.top_m)): float(getattr(r, rcol)) for r in req.itertuples()},
-                  float((full if len(full) else ext).dur_s.mean()), int(req.qidx.max()) + 1, str(df.dataset.iloc[0]))
+                  float((full if len(full) else ext).dur_s.mean()), int(req.qidx.max()) + 1, str(df.dataset.iloc[0]),
+                  int(df.slot_lanes.iloc[0]) if "slot_lanes" in df else None,
+                  bool(df.fixed_shape.iloc[0]) if "fixed_shape" in df else False)

@@ -30,11 +30,12 @@ class Point:
     seed: int
 
 
-def _chunk_utils(log, chunks) -> dict:
-    """What-if lane utilisation of the same extends with another distance-op size (tasks per extend do not
-    depend on it; the timing would)."""
-    fill = np.asarray(log.fill, dtype=float)
-    return {f"lane_util_c{c}": float(fill.sum() / (np.maximum(1, np.ceil(fill / c)) * c).sum()) for c in chunks}
+def _chunk_utils(log, traced: inputs.Traced, chunks) -> dict:
+    """What-if lane utilisation of the same extends with another distance-op size, launched as the traced
+    engine launches (tasks per extend do not depend on the size; the timing would)."""
+    fill = float(np.sum(log.fill))
+    return {f"lane_util_c{c}": fill / sum(traced.launches(a, f, c) * c for a, f in zip(log.active, log.fill))
+            for c in chunks}
 
 
 def _latency_row(done, log, traced: inputs.Traced, chunks=()) -> dict:
@@ -46,7 +47,7 @@ def _latency_row(done, log, traced: inputs.Traced, chunks=()) -> dict:
             "lane_util": float(np.sum(log.fill) / (np.sum(log.launches) * traced.lanes)),
             "extends_mean": float(np.mean([r.extends for r in done])),
             "recall": float(np.nanmean([traced.recall_by[(r.qidx, r.top_m)] for r in done])),
-            **_chunk_utils(log, chunks)}
+            **_chunk_utils(log, traced, chunks)}
 
 
 def _run(adapter, traced: inputs.Traced, mix: list[RequestClass], pt: Point, p: Params):

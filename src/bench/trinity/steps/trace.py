@@ -81,6 +81,7 @@ def trace(ctx: Context) -> Result:
     df = pd.DataFrame(rows)
     df.insert(0, "dataset", v.ds.name)
     df["capacity"], df["chunk"], df["source"] = cap, eng.lanes, "measured"
+    df["slot_lanes"], df["fixed_shape"] = eng.P, not eng.skip_idle      # how the launches were counted
     dev = inputs.device(p)
     return Result(records=df, dataset_id=f"{v.ds.name} ({v.ds.id})", dataset_checksum=v.ds.checksum,
                   method=METHOD.format(cap=cap, p=p.engine.p, chunk=eng.lanes, dev=dev, n=nq * len(tms),

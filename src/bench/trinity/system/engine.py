@@ -16,6 +16,8 @@ a bounded visited table (:mod:`.visited`) and an iteration count, all on the dev
 Every shape is static and nothing in an extend waits for the host: masks replace compaction, finishing is
 a device-side flag, and the host reads the flags every ``sync_every`` extends (:meth:`ExtendEngine.sync`).
 On CUDA the whole extend is captured once as a CUDA graph and replayed (:mod:`.capture`), eager otherwise.
+On the CPU, where no graph is replayed, an eager extend skips the launches whose slots all are free (the
+host knows which it filled); free slots are refilled lowest first, so a lightly loaded engine runs few.
 Admissions go straight into free slots' device state between extends (continuous batching refills slots
 between replays); a slot is free again once a sync has read its result.
 
@@ -27,6 +29,7 @@ top-M) share the engine: a slot's list is masked beyond its own M.
 from __future__ import annotations
 
 import dataclasses
+import heapq
 from typing import Sequence
 
 import numpy as np
@@ -93,13 +96,18 @@ class ExtendEngine:
     - ``visited``: "hash" (bounded per slot, CAGRA's small hash), "bitmap" (exact, bit-packed: N / 8 bytes
       per slot) or "auto" (the bitmap where it is no larger than the hash); ``visited_size``: hash entries
       per slot (default from top-M and D), ``visited_ways``: entries per bucket;
-    - ``cuda_graph``: capture the extend on CUDA (eager when capture fails: see ``mode``)."""
+    - ``cuda_graph``: capture the extend on CUDA (eager when capture fails: see ``mode``);
+    - ``skip_idle``: an eager extend skips the launches of the distance op whose slots all are free (the host
+      knows which slots it has filled, so this costs no synchronisation); default on the CPU, where the fixed
+      shape is not needed and masked lanes cost as much as real ones. Off, every extend has the same shapes
+      (what a CUDA graph replays). Free slots are refilled lowest first, so a lightly loaded engine keeps its
+      requests in the first launches."""
 
     def __init__(self, vectors: np.ndarray, graph: np.ndarray, *, capacity: int, p: int = 1,
                  top_m_max: int = 64, max_iters: int = 256, device: str = "cpu", seed: int = 0,
                  trace: bool = False, chunk: int | None = None, sync_every: int | None = None,
                  visited: str = "auto", visited_size: int | None = None, visited_ways: int = 16,
-                 cuda_graph: bool = True):
+                 cuda_graph: bool = True, skip_idle: bool | None = None):
         import torch
 
         n, dgr = graph.shape
@@ -120,6 +128,9 @@ class ExtendEngine:
         self._alloc()
         self.vis = self._visited(visited, visited_size, visited_ways)
         self._run = Captured(torch, self._step, self.dev, enabled=cuda_graph)
+        # a captured graph replays its launches whatever the slots hold: no skipping where one is captured
+        want = (self.dev.type == "cpu") if skip_idle is None else bool(skip_idle)
+        self.skip_idle = want and not (self.dev.type == "cuda" and cuda_graph)
 
     def _shape(self, chunk: int | None, sync_every: int | None) -> None:
         """The captured size (chunk lanes, launches per extend) and the host read interval."""
@@ -149,8 +160,10 @@ class ExtendEngine:
 
     @property
     def last_launches(self) -> int:
-        """Launches of the fixed-shape distance op per extend: static, ceil(capacity x p x D / chunk)."""
-        return self.launches
+        """Launches of the fixed-shape distance op in the latest extend: ceil(capacity x p x D / chunk) in the
+        fixed shape (always, where a CUDA graph replays); fewer where ``skip_idle`` skipped launches whose
+        slots all were free."""
+        return self._launched
 
     def _visited(self, kind: str, size: int | None, ways: int):
         """The per-slot visited set; "auto" takes the exact bitmap only where it is no larger than the
@@ -188,7 +201,12 @@ class ExtendEngine:
         self.tags: list[object] = [None] * S
         self.k = [0] * S
         self.used = np.zeros(S, dtype=bool)
-        self.free = list(range(S - 1, -1, -1))
+        self.free = list(range(S))                        # a heap: the lowest free slot is filled first
+        rows = np.arange(self.launches) * self.chunk // self.P   # launch i covers slots [first[i], last[i]]
+        self._launch_slots = list(zip(rows, np.minimum((np.arange(1, self.launches + 1) * self.chunk - 1)
+                                                         // self.P, S - 1)))
+        self._idle_out = t.full((self.chunk,), float("inf"), device=dev)
+        self._launched = self.launches
         self._since_sync = 0
 
     def n_active(self) -> int:
@@ -211,7 +229,7 @@ class ExtendEngine:
         if not len(ks):
             return []
         validate_queries(queries, self.X.shape[1], ks, top_ms, self.n, self.M)
-        slots = [self.free.pop() for _ in ks]
+        slots = [heapq.heappop(self.free) for _ in ks]
         with self.torch.no_grad():
             self._reset_slots(self._h2d(np.asarray(slots, dtype=np.int64)), queries, top_ms)
         for s, k, tag in zip(slots, ks, tags):
@@ -276,8 +294,18 @@ class ExtendEngine:
         lanes = t.where(ok, nbr, 0).view(-1)
         if self.pad is not None:
             lanes = t.cat([lanes, self.pad])
-        out = t.cat([self._op(lanes[i * c:(i + 1) * c], i) for i in range(self.launches)])
+        busy = [self._busy(i) for i in range(self.launches)] if self.launches > 1 else [True]
+        self._launched = sum(busy)
+        out = t.cat([self._op(lanes[i * c:(i + 1) * c], i) if b else self._idle_out for i, b in enumerate(busy)])
         return t.where(ok, out[:self.S * self.P].view(self.S, self.P), float("inf"))
+
+    def _busy(self, i: int) -> bool:
+        """Whether launch ``i`` must run: always in the fixed shape; with ``skip_idle``, when one of its slots
+        holds a request the host has not read back (a host-side array: no synchronisation)."""
+        if not self.skip_idle:
+            return True
+        lo, hi = self._launch_slots[i]
+        return bool(self.used[lo:hi + 1].any())
 
     def _op(self, ids, i: int):
         """The fixed-shape distance operation of ``chunk`` lanes (launch ``i``): each lane's vector against
@@ -339,7 +367,7 @@ class ExtendEngine:
                      steps[:iters].tolist() if self.trace else None)
         self.tags[s] = None
         self.used[s] = False
-        self.free.append(s)
+        heapq.heappush(self.free, s)
         return f
 
     def visited_bytes_per_slot(self) -> int:

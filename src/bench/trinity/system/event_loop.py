@@ -110,11 +110,23 @@ class Trace:
         self.steps = [int(x) for x in self.steps]
 
 
+def launches_for(busy: int, fill: int, lanes: int, slot_lanes: int | None, capacity: int, fixed: bool) -> int:
+    """Launches of a ``lanes``-lane distance op in one extend of the live engine: every launch of the fixed
+    shape (``fixed``: a replayed CUDA graph), the launches that cover the ``busy`` slots of ``slot_lanes``
+    (p x D) lanes each (the CPU engine skips the rest), or, for traces without slot sizes, the launches the
+    extend's ``fill`` distance tasks would fill in a compacted task array."""
+    if not slot_lanes:
+        return max(1, -(-fill // lanes))
+    return max(1, -(-(capacity if fixed else busy) * slot_lanes // lanes))
+
+
 class ReplayAdapter:
     """Replays traced searches in ``capacity`` slots; extend durations from a :class:`TimeModel`."""
 
-    def __init__(self, traces: Mapping[tuple[int, int], Trace], capacity: int, lanes: int, times: TimeModel):
+    def __init__(self, traces: Mapping[tuple[int, int], Trace], capacity: int, lanes: int, times: TimeModel,
+                 slot_lanes: int | None = None, fixed: bool = False):
         self.traces, self.capacity, self.lanes, self.times = traces, capacity, lanes, times
+        self.slot_lanes, self.fixed = slot_lanes, fixed      # as the live engine launched (:func:`launches`)
         self.slots: list[list] = []      # [request, trace, next step]
 
     def n_active(self) -> int:
@@ -128,7 +140,7 @@ class ReplayAdapter:
             self.slots.append([r, self.traces[(r.qidx, r.top_m)], 0])
 
     def extend(self) -> tuple[float, list[tuple[Request, object]], int, int]:
-        fill = 0
+        fill, busy = 0, len(self.slots)
         done, keep = [], []
         for s in self.slots:
             steps = s[1].steps
@@ -136,7 +148,7 @@ class ReplayAdapter:
             s[2] += 1
             (done if s[2] >= len(steps) else keep).append(s)
         self.slots = keep
-        launches = max(1, -(-fill // self.lanes))
+        launches = launches_for(busy, fill, self.lanes, self.slot_lanes, self.capacity, self.fixed)
         return self.times.draw(launches), [(s[0], s[1]) for s in done], fill, launches
 
 
