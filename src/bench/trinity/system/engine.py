@@ -294,15 +294,16 @@ class ExtendEngine:
         lanes = t.where(ok, nbr, 0).view(-1)
         if self.pad is not None:
             lanes = t.cat([lanes, self.pad])
-        busy = [self._busy(i) for i in range(self.launches)] if self.launches > 1 else [True]
+        busy = [self._busy(i) for i in range(self.launches)]
         self._launched = sum(busy)
         out = t.cat([self._op(lanes[i * c:(i + 1) * c], i) if b else self._idle_out for i, b in enumerate(busy)])
         return t.where(ok, out[:self.S * self.P].view(self.S, self.P), float("inf"))
 
     def _busy(self, i: int) -> bool:
-        """Whether launch ``i`` must run: always in the fixed shape; with ``skip_idle``, when one of its slots
-        holds a request the host has not read back (a host-side array: no synchronisation)."""
-        if not self.skip_idle:
+        """Whether launch ``i`` must run: always in the fixed shape or where it is the only launch; with
+        ``skip_idle``, when one of its slots holds a request the host has not read back (a host-side array:
+        no synchronisation)."""
+        if not self.skip_idle or self.launches == 1:
             return True
         lo, hi = self._launch_slots[i]
         return bool(self.used[lo:hi + 1].any())

@@ -113,7 +113,8 @@ class Trace:
 def launches_for(busy: int, fill: int, lanes: int, slot_lanes: int | None, capacity: int, fixed: bool) -> int:
     """Launches of a ``lanes``-lane distance op in one extend of the live engine: every launch of the fixed
     shape (``fixed``: a replayed CUDA graph), the launches that cover the ``busy`` slots of ``slot_lanes``
-    (p x D) lanes each (the CPU engine skips the rest), or, for traces without slot sizes, the launches the
+    (p x D) lanes each, packed from slot 0 as the engine refills them (the CPU engine skips the rest; a
+    fragmented engine may run one more), or, for traces without slot sizes, the launches the
     extend's ``fill`` distance tasks would fill in a compacted task array."""
     if not slot_lanes:
         return max(1, -(-fill // lanes))
@@ -126,7 +127,7 @@ class ReplayAdapter:
     def __init__(self, traces: Mapping[tuple[int, int], Trace], capacity: int, lanes: int, times: TimeModel,
                  slot_lanes: int | None = None, fixed: bool = False):
         self.traces, self.capacity, self.lanes, self.times = traces, capacity, lanes, times
-        self.slot_lanes, self.fixed = slot_lanes, fixed      # as the live engine launched (:func:`launches`)
+        self.slot_lanes, self.fixed = slot_lanes, fixed      # as the live engine launched (:func:`launches_for`)
         self.slots: list[list] = []      # [request, trace, next step]
 
     def n_active(self) -> int:
