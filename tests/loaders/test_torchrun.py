@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -13,13 +14,14 @@ from bench.loaders.system import torchrun
 from bench.loaders.system.errors import ConfigError
 
 
-def _torchrun(node_rank, port, bundle, model_dir, out):
+def _torchrun(node_rank, port, bundle, model_dir, out, tmp):
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc_per_node", "1",
            "--node_rank", str(node_rank), "--master_addr", "127.0.0.1", "--master_port", str(port),
            "-m", "bench", "loaders", "ddp-rank", "--bundle", str(bundle / "bundle.json"), "--model", str(model_dir),
            "--loader", "indexed", "--out-dir", str(out), "--batch-per-replica", "2", "--steps", "2",
            "--warmup-steps", "1", "--max-length", "16", "--doc-chars", "80", "--timeout-s", "60"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    # torchrun makes a torchelastic_* folder in the temp directory and leaves it: point it into the test's own
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "TMPDIR": str(tmp)}
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
@@ -27,7 +29,9 @@ def test_two_torchrun_nodes_train_together(bundle, model_dir, tmp_path):
     from bench.loaders.system.launch import free_port
 
     port = free_port()
-    procs = [_torchrun(n, port, bundle, model_dir, tmp_path) for n in (0, 1)]
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    procs = [_torchrun(n, port, bundle, model_dir, tmp_path, tmp) for n in (0, 1)]
     try:
         outs = [p.communicate(timeout=240)[0] for p in procs]
     finally:
@@ -35,6 +39,7 @@ def test_two_torchrun_nodes_train_together(bundle, model_dir, tmp_path):
             if p.poll() is None:
                 p.kill()
                 p.wait()
+        shutil.rmtree(tmp, ignore_errors=True)   # torchrun's torchelastic_* folders, never left behind
     assert all(p.returncode == 0 for p in procs), outs
     ranks = [json.loads((tmp_path / f"rank_{r}.json").read_text()) for r in (0, 1)]
     for r, res in enumerate(ranks):
