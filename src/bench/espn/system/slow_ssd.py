@@ -1,6 +1,12 @@
-"""An emulated slower SSD (beside the memory budgets of paper section 5.1): a read-IOPS throttle on the disk
-holding the embedding table, cgroup blkio (v1) or io.max (v2), for the e2e configurations the profile runs
-on a slower device than this machine's. Rows measured under it are labelled ``ssd = emulated``."""
+"""An emulated slower SSD by a read-IOPS cap (beside the memory budgets of paper section 5.1): a throttle on
+the disk holding the embedding table, cgroup blkio (v1) or io.max (v2). Rows measured under it are labelled
+``ssd = emulated``.
+
+An IOPS cap limits throughput, not latency: a cap at or below the disk's own QD1 rate leaves the emulated
+device no internal parallelism (paper section 2.3: SSDs need deep queues), so every reader ties by
+construction. The cap is therefore only accepted as a *rated peak* well above the measured QD1 rate
+(:func:`check_rated_peak`, at least ``MIN_PEAK_OVER_QD1`` times it); anything lower is refused. The
+latency-based slower SSD, queue depth kept, is :mod:`.fuse_ssd`."""
 from __future__ import annotations
 
 import os
@@ -11,6 +17,24 @@ from .backends import BackendUnavailable
 from .memory_budget import BudgetError
 
 THROTTLE_V1 = "blkio.throttle.read_iops_device"
+MIN_PEAK_OVER_QD1 = 4.0   # a rated peak must be at least this many times the disk's measured QD1 rate
+
+
+class CapBelowQd1(BudgetError):
+    """A read-IOPS cap that is not well above the disk's QD1 rate (it would remove the device's
+    parallelism instead of emulating a slower device)."""
+
+
+def check_rated_peak(iops: float, qd1_iops: float, factor: float = MIN_PEAK_OVER_QD1) -> None:
+    """Refuse a read-IOPS cap below ``factor`` times the measured QD1 rate (:class:`CapBelowQd1`)."""
+    if not qd1_iops > 0:
+        raise CapBelowQd1(f"cannot check the read-IOPS cap {iops}: the disk's QD1 rate was not measured")
+    if float(iops) < factor * float(qd1_iops):
+        raise CapBelowQd1(
+            f"emulated SSD read-IOPS cap {int(iops)} is below {factor:g}x this disk's measured QD1 rate "
+            f"({qd1_iops:.0f} IOPS): an IOPS cap there removes the device's queue depth (every reader ties "
+            "by construction). Give a rated peak well above QD1, or emulate a slower SSD by latency "
+            "(espn.emulated_ssd.kind: latency)")
 
 
 def block_device_of(path: str | os.PathLike) -> str:
@@ -47,7 +71,10 @@ class BlkioThrottle(cgroups.ChildCgroup):
 
     what = "cgroup read throttle (blkio v1 / io.max v2)"
 
-    def __init__(self, path: str | os.PathLike, iops: int, name: str | None = None, bps: int | None = None):
+    def __init__(self, path: str | os.PathLike, iops: int, name: str | None = None, bps: int | None = None,
+                 qd1_iops: float | None = None):
+        if qd1_iops is not None:
+            check_rated_peak(iops, qd1_iops)
         ok, why = blkio_available(path)
         if not ok:
             raise BackendUnavailable(f"{self.what} unavailable: {why}")

@@ -1,0 +1,99 @@
+"""The emulated slower SSDs (ESPN devices issue): the FUSE latency pass-through keeps its queue depth,
+serves O_DIRECT reads and mmap faults byte for byte, and is always unmounted; an IOPS cap below the
+disk's QD1 rate is refused."""
+from __future__ import annotations
+
+import mmap
+import os
+
+import numpy as np
+import pytest
+
+from bench.espn.system import fuse_ssd, slow_ssd
+
+
+def test_iops_cap_below_qd1_is_refused():
+    with pytest.raises(slow_ssd.CapBelowQd1, match="below 4x this disk's measured QD1 rate"):
+        slow_ssd.check_rated_peak(20000, qd1_iops=27000)
+    with pytest.raises(slow_ssd.CapBelowQd1):
+        slow_ssd.check_rated_peak(100000, qd1_iops=27000)   # above QD1, but not well above
+    with pytest.raises(slow_ssd.CapBelowQd1, match="not measured"):
+        slow_ssd.check_rated_peak(100000, qd1_iops=float("nan"))
+    slow_ssd.check_rated_peak(200000, qd1_iops=27000)      # a rated peak well above QD1
+
+
+def test_throttle_refuses_before_touching_cgroups(tmp_path):
+    with pytest.raises(slow_ssd.CapBelowQd1):
+        slow_ssd.BlkioThrottle(tmp_path, 20000, qd1_iops=27000)
+
+
+def test_refusal_is_a_config_error():
+    from bench.core.errors import ConfigError
+
+    assert issubclass(slow_ssd.CapBelowQd1, ConfigError)
+
+
+@pytest.fixture
+def backing(tmp_path):
+    ok, why = fuse_ssd.available()
+    if not ok:
+        pytest.skip(f"FUSE latency device unavailable: {why}")
+    d = tmp_path / "backing"
+    d.mkdir()
+    data = np.random.default_rng(0).integers(0, 256, size=4 << 20, dtype=np.uint8).tobytes()
+    (d / "t.bin").write_bytes(data)
+    try:
+        fd = os.open(d / "t.bin", os.O_RDONLY | os.O_DIRECT)
+        os.close(fd)
+    except OSError as exc:
+        pytest.skip(f"no O_DIRECT on the test's file system: {exc}")
+    return d, data
+
+
+def test_reads_are_byte_exact_direct_and_mmap(backing):
+    d, data = backing
+    with fuse_ssd.LatencyDevice(d, 0.0005, threads=4) as dev:
+        p = dev.path("t.bin")
+        assert os.path.getsize(p) == len(data)
+        assert sorted(os.listdir(dev.mountpoint)) == ["t.bin"]
+        fd = os.open(p, os.O_RDONLY | os.O_DIRECT)
+        try:
+            buf = mmap.mmap(-1, 8192)
+            assert os.preadv(fd, [buf], 40960) == 8192
+            assert bytes(buf) == data[40960:49152]
+        finally:
+            os.close(fd)
+        with open(p, "rb") as fh, mmap.mmap(fh.fileno(), 0, prot=mmap.PROT_READ) as m:
+            assert m[123456:123456 + 5000] == data[123456:123456 + 5000]
+            assert m[-10:] == data[-10:]
+
+
+def test_device_keeps_its_queue_depth(backing):
+    """At 2 ms per read, 32 reads in flight give many times the QD1 rate (the pass-through's own
+    overhead included); an IOPS cap would give the same rate at both depths."""
+    d, _ = backing
+    with fuse_ssd.LatencyDevice(d, 0.002, threads=32) as dev:
+        qd1 = fuse_ssd.measure_qd(dev.path("t.bin"), 1, 40)
+        qd32 = fuse_ssd.measure_qd(dev.path("t.bin"), 32, 640)
+    assert qd1["iops"] < 1 / 0.002 * 1.05        # each read waits at least the latency
+    assert qd32["iops"] > 4 * qd1["iops"], (qd1, qd32)
+
+
+def test_always_unmounted_even_on_error(backing):
+    d, _ = backing
+    mp = None
+    with pytest.raises(RuntimeError, match="boom"):
+        with fuse_ssd.LatencyDevice(d, 0.0, threads=2) as dev:
+            mp = dev.mountpoint
+            assert fuse_ssd.is_mounted(mp)
+            server = dev._server
+            raise RuntimeError("boom")
+    assert not fuse_ssd.is_mounted(mp)
+    assert not mp.exists()
+    assert server.poll() is not None   # the server process is gone too
+
+
+def test_unavailable_says_what_to_install(monkeypatch):
+    monkeypatch.setattr(os.path, "exists", lambda p: False if p == "/dev/fuse" else True)
+    ok, why = fuse_ssd.available()
+    assert not ok and "/dev/fuse" in why and "modprobe fuse" in why
