@@ -77,6 +77,35 @@ CASES = [
     ("study CLI", "build with a misspelled --params key",
      ["trinity", "build", "--input", "manifest={manifest}", "--out", "{tmp}/g.ibin", *RUN,
       "--params", '{"graph": {"degre": 8}}'], {}, 2, ["invalid --params at 'trinity.graph.degre'"]),
+    # ---------------------------------------------------------------- the study CLI: corrupt inputs (#31)
+    ("study CLI", "a truncated faiss index",
+     ["ivf-recall", "measure", "recall", "--input", "manifest={good_manifest}", "--input", "index={short_index}",
+      "--out", "{tmp}/r.parquet", *RUN, "--params", IVF], {}, 2, ["--input index=", "short.faiss",
+                                                                 "not a readable faiss index"]),
+    ("study CLI", "a foreign file as the index",
+     ["ivf-recall", "measure", "recall", "--input", "manifest={good_manifest}", "--input", "index={text}",
+      "--out", "{tmp}/r.parquet", *RUN, "--params", IVF], {}, 2, ["--input index=", "text.txt",
+                                                                 "not a readable faiss index"]),
+    ("study CLI", "a manifest whose files changed",
+     ["ivf-recall", "measure", "recall", "--input", "manifest={changed_manifest}", "--input", "index={good_index}",
+      "--out", "{tmp}/r.parquet", *RUN, "--params", IVF], {}, 2, ["--input manifest=", "changed since the manifest"]),
+    ("study CLI", "a big-ann file shorter than its header",
+     ["trinity", "measure", "load", "--input", "manifest={good_manifest}", "--input", "graph={graph}",
+      "--input", "trace={records}", "--out", "{tmp}/l.parquet", *RUN, "--params", "{}"], {}, 2,
+     ["--input graph=", "graph.ibin", "too small for a big-ann header"]),
+    ("study CLI", "--out that is a folder", [*MEASURE[:8], "{tmp}/folder.parquet", *RUN, "--params", IVF], {}, 2,
+     ["--out", "is a folder"]),
+    ("study CLI", "--out where no file can be made (even as root)",
+     [*MEASURE[:8], "/proc/r.parquet", *RUN, "--params", IVF], {}, 2, ["--out", "not a writable folder"]),
+    ("study CLI", "figure: records that are not Parquet",
+     ["ivf-recall", "figure", "all", "--records", "recall={text}", "--out-dir", "{tmp}/f"], {}, 2,
+     ["--records recall=", "text.txt", "not a Parquet record set"]),
+    ("study CLI", "figure: records without the figure's columns",
+     ["ivf-recall", "figure", "all", "--records", "recall={records}", "--out-dir", "{tmp}/f"], {}, 2,
+     ["records.parquet", "have no column"]),
+    ("study CLI", "claims: records that are not Parquet",
+     ["ivf-recall", "claims", "--records", "recall={text}", "--profile", "t", "--params", IVF,
+      "--out", "{tmp}/c.parquet"], {}, 2, ["--records recall=", "not a Parquet record set"]),
     # ---------------------------------------------------------------- the study CLI: figure and claims
     ("study CLI", "unknown figure", ["ivf-recall", "figure", "fig99", "--records", "recall={records}",
                                      "--out", "{tmp}/f.png"], {}, 2, ["invalid choice: 'fig99'"]),
@@ -166,6 +195,8 @@ def place(tmp_path_factory):
     C.build_bundle(synthetic.msmarco_like(40, 6, seed=3, n_topics=4, vocab_size=200), tmp / "bundle", doc_words=20,
                    filler_docs=20, seed=3)
     M.save_checkpoint("minilm", 1, tmp / "bundle" / "model", seed=0)
+    good = _good_dataset(tmp)
+    (tmp / "folder.parquet").mkdir()
     busy = socket.socket()
     busy.bind(("127.0.0.1", 0))
     busy.listen(1)
@@ -175,8 +206,36 @@ def place(tmp_path_factory):
     yield {"tmp": str(tmp), "manifest": str(tmp / "manifest.json"), "index": str(tmp / "index.faiss"),
            "graph": str(tmp / "graph.ibin"), "trace": str(tmp / "trace.parquet"),
            "records": str(tmp / "records.parquet"), "text": str(tmp / "text.txt"),
-           "bundle": str(tmp / "bundle" / C.BUNDLE), "port": str(busy.getsockname()[1]), "free_port": str(free)}
+           "bundle": str(tmp / "bundle" / C.BUNDLE), "port": str(busy.getsockname()[1]), "free_port": str(free),
+           **good}
     busy.close()
+
+
+def _good_dataset(tmp) -> dict:
+    """A real prepared dataset and its index; a truncated copy of the index; a copy of the dataset whose base
+    file was changed after its manifest was written."""
+    import shutil
+
+    from bench.ann import ivf
+    from bench.data import prepared
+
+    spec = {"source": "synthetic/sift-like", "n_base": 600, "n_query": 5, "gt_k": 10}
+    m = prepared.prepare("tiny-sift", spec, profile="t", data_dir=tmp / "data", seed=1)
+    index = ivf.save(ivf.build(prepared.load_vectors(m).base, nlist=8, m=8, seed=1), tmp / "good.faiss")
+    raw = Path(index).read_bytes()
+    (tmp / "short.faiss").write_bytes(raw[: len(raw) // 2])
+    changed = tmp / "changed"
+    shutil.copytree(Path(m).parent, changed)
+    manifest = json.loads((changed / "manifest.json").read_text())
+    for entry in manifest["files"].values():
+        entry["path"] = str(changed / Path(entry["path"]).name)
+    (changed / "manifest.json").write_text(json.dumps(manifest))
+    base = changed / Path(manifest["files"]["base"]["path"]).name
+    data = bytearray(base.read_bytes())
+    data[-1] ^= 0xFF
+    base.write_bytes(bytes(data))
+    return {"good_manifest": str(m), "good_index": str(index), "short_index": str(tmp / "short.faiss"),
+            "changed_manifest": str(changed / "manifest.json")}
 
 
 def _fill(text: str, place: dict) -> str:

@@ -10,7 +10,11 @@
   every required key given, every path present;
 - :func:`dataset`: ``--dataset`` declared in the params' ``datasets`` and equal to the manifest's name;
 - :func:`records`: ``--records KIND=PATH``: kinds the verb reads, files present;
-- :func:`out_path`: ``--out`` can be written;
+- :func:`input_files`: each ``--input`` file is what its key and suffix say (a manifest whose files are the
+  ones it was written for, a faiss index that reads whole, a Parquet record set, a big-ann ``*bin`` whose size
+  agrees with its header, JSON that parses), so a truncated or foreign file is bad input, not a bug;
+- :func:`out_path`: ``--out`` can be written (a file is created and removed in its folder: as root, a
+  permission check alone says yes to a read-only mount);
 - :func:`claims_files`: ``bench ledger --claims``: each a study's claims record set.
 """
 from __future__ import annotations
@@ -93,7 +97,7 @@ def inputs(what: str, given: Mapping[str, list[str]], declared: tuple[tuple[str,
 
 
 def records(what: str, given: Mapping[str, list[str]], kinds: Iterable[str]) -> None:
-    """Check ``--records`` pairs: each kind one that ``what`` reads, each file present."""
+    """Check ``--records`` pairs: each kind one that ``what`` reads, each file present and a Parquet file."""
     kinds = list(kinds)
     for kind, paths in given.items():
         if kind not in kinds:
@@ -101,6 +105,95 @@ def records(what: str, given: Mapping[str, list[str]], kinds: Iterable[str]) -> 
         for p in paths:
             if not Path(p).is_file():
                 raise ConfigError(f"{what}: --records {kind}={p}: no such file")
+            _parquet(f"{what}: --records {kind}={p}", p)
+
+
+def _parquet(label: str, path: str) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        pq.read_metadata(path)
+    except (OSError, pa.ArrowException) as exc:
+        raise ConfigError(f"{label}: not a Parquet record set ({_first_line(exc)})") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:120]
+
+
+BIN_SUFFIXES = (".fbin", ".u8bin", ".i8bin", ".ibin")
+
+
+def input_files(what: str, given: Mapping[str, list[str]]) -> None:
+    """Each ``--input`` file is what its key or suffix says, read before any work: a truncated, foreign or
+    changed file gets a short error naming it instead of failing deep inside a step."""
+    for key, paths in given.items():
+        for p in paths:
+            path = Path(p)
+            if not path.is_file():
+                continue   # folders (a bundle's) are the step's to read
+            label = f"{what}: --input {key}={p}"
+            if key.startswith("manifest") or path.name == "manifest.json":
+                manifest(label, p)
+            elif path.suffix == ".faiss" or key.split("_")[0] == "index":
+                faiss_index(label, p)
+            elif path.suffix == ".parquet":
+                _parquet(label, p)
+            elif path.suffix in BIN_SUFFIXES:
+                _bin(label, p)
+            elif path.suffix == ".json":
+                _json(label, p)
+
+
+def manifest(label: str, path: str) -> dict:
+    """A prepared dataset's manifest whose files are still the ones it was written for (same sha256)."""
+    from ..data import prepared
+    from .errors import DataFormatError
+
+    try:
+        m = prepared.read_manifest(path)
+    except DataFormatError as exc:
+        raise ConfigError(f"{label}: {exc}") from None
+    for name, entry in sorted(m["files"].items()):
+        f = Path(entry.get("path", ""))
+        if not f.is_file():
+            raise ConfigError(f"{label}: its {name} file {f} is missing (prepare the dataset again)")
+        if entry.get("digest") and prepared.file_digest(f) != entry["digest"]:
+            raise ConfigError(f"{label}: its {name} file {f} changed since the manifest was written "
+                              "(sha256 differs; prepare the dataset again)")
+    return m
+
+
+def faiss_index(label: str, path: str) -> None:
+    """A faiss index that reads whole (a truncated or foreign file raises inside faiss)."""
+    import faiss
+
+    try:
+        faiss.read_index(str(path))
+    except (RuntimeError, MemoryError) as exc:
+        raise ConfigError(f"{label}: not a readable faiss index ({_first_line(exc)})") from None
+
+
+def _bin(label: str, path: str) -> None:
+    from ..data import formats
+    from .errors import DataFormatError
+
+    try:
+        n, d = formats.bin_header(path)
+        item = {".fbin": 4, ".ibin": 4, ".u8bin": 1, ".i8bin": 1}[Path(path).suffix]
+        size = os.path.getsize(path)
+        if size != 8 + n * d * item:
+            raise DataFormatError(f"header says {n} x {d} ({8 + n * d * item} B) but the file has {size} B")
+    except DataFormatError as exc:
+        raise ConfigError(f"{label}: {exc}") from None
+
+
+def _json(label: str, path: str) -> None:
+    try:
+        json.loads(Path(path).read_text())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{label}: not JSON ({_first_line(exc)})") from None
 
 
 def _manifest_name(paths: list[str]) -> str | None:
@@ -133,8 +226,21 @@ def out_path(what: str, out: str | os.PathLike, suffix: str | None = None) -> No
     parent = path.parent
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent
-    if not parent.is_dir() or not os.access(parent, os.W_OK):
+    if not parent.is_dir() or not os.access(parent, os.W_OK) or not _can_create(parent):
         raise ConfigError(f"{what}: --out {out}: {parent} is not a writable folder")
+    if path.is_dir():
+        raise ConfigError(f"{what}: --out {out}: is a folder, expected a file")
+
+
+def _can_create(folder: Path) -> bool:
+    """A file can really be made in ``folder`` (root passes every permission check, not a read-only mount)."""
+    import tempfile
+
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".bench-write-check-"):
+            return True
+    except OSError:
+        return False
 
 
 def claims_files(paths: Iterable[str]) -> None:

@@ -177,6 +177,7 @@ def _checked(study: str, verb: str, a: argparse.Namespace, declared, suffix: str
     a.params = doors.study_params(study, a.params)
     doors.inputs(what, given, declared)
     doors.out_path(what, a.out, suffix)
+    doors.input_files(what, given)
     return a
 
 
@@ -206,7 +207,29 @@ def _figures(reg: LazyRegistry, a: argparse.Namespace) -> list[Path]:
     inputs = pairs(a.records, "--records")
     written: list[Path] = []
     for n in names:
-        written += registry.draw(n, inputs, Path(a.out) if a.out else Path(a.out_dir) / f"{n}.png")
+        try:
+            written += registry.draw(n, inputs, Path(a.out) if a.out else Path(a.out_dir) / f"{n}.png")
+        except (KeyError, AttributeError) as exc:
+            raise _missing_column(n, exc, {k: inputs[k] for k in registry.records_of(n) if k in inputs}) from exc
     return written
+
+
+def _missing_column(name: str, exc: Exception, inputs: dict[str, list[str]]) -> Exception:
+    """A figure that asked its records for a column none of them has (``df["x"]`` or ``df.x``): bad records
+    (foreign, or from an older version), named with the file; any other KeyError or AttributeError stays a bug."""
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    if isinstance(exc, AttributeError):
+        column = exc.name if isinstance(getattr(exc, "obj", None), (pd.DataFrame, pd.Series)) else None
+    else:
+        column = exc.args[0] if exc.args else None
+    if not isinstance(column, str):
+        return exc
+    files = [p for paths in inputs.values() for p in paths]
+    if any(column in pq.read_schema(p).names for p in files):
+        return exc
+    return ConfigError(f"figure {name}: the records given ({', '.join(files)}) have no column {column!r} "
+                       "that this figure reads (records of another step or an older version?)")
 
 
