@@ -90,3 +90,98 @@ def test_no_numpy_repr_reaches_a_ledger_cell():
     c = claims.claim("s", "x", "c", "1", ours=1.0, ci=(1.0, 1.0), threshold=0.5, unit="x", scale="s",
                      reason=f"worst cell {('v100', np.float64(0.5), np.int64(3))}")
     assert "np." not in c.reason and "('v100', 0.5, 3)" in c.reason
+
+
+# Issue 29: the semantics a referee cannot overturn, pinned on synthetic records.
+
+def test_equivalence_band_is_two_sided():
+    """'within about 2%': +37% [+6%, +55%] is not 'within', however a one-sided test reads it."""
+    far = claims.claim("s", "eq", "within 2%", "-1.25%", ours=1.37, ci=(1.06, 1.55), band=(0.98, 1.02))
+    assert far.verdict == claims.NOT_REPRODUCED and far.direction == claims.WITHIN and far.band_high == 1.02
+    inside = claims.claim("s", "eq", "within 2%", "-1.25%", ours=1.0, ci=(0.99, 1.01), band=(0.98, 1.02))
+    assert inside.verdict == claims.REPRODUCED and "two-sided" in inside.reason
+    edge = claims.claim("s", "eq", "within 2%", "-1.25%", ours=0.93, ci=(0.86, 1.2), band=(0.98, 1.02))
+    assert edge.verdict == claims.INCONCLUSIVE and "edge" in edge.reason
+    assert claims.threshold_text({"threshold": 0.98, "band_high": 1.02, "direction": "within"}) == \
+        "within [0.98, 1.02]"
+
+
+def test_a_claim_over_configurations_is_judged_over_all_and_names_the_worst():
+    cfg = [claims.Config("ir_datasets", 1.10, (1.05, 1.15)), claims.Config("in-memory", 0.90, (0.85, 0.95)),
+           claims.Config("indexed", 0.97, (0.90, 1.04))]
+    row = claims.claim("s", "ddp", "DDP faster than DP", "+2%", configs=cfg, threshold=1.0)
+    assert row.verdict == claims.NOT_REPRODUCED and row.ours == 0.90
+    assert "worst: in-memory" in row.reason and "all 3 configurations" in row.reason
+    good = claims.claim("s", "ddp", "x", "+2%", configs=cfg[:1] + [claims.Config("b", 1.2, (1.01, 1.3))],
+                        threshold=1.0)
+    assert good.verdict == claims.REPRODUCED and "worst: b" in good.reason
+    mixed = claims.claim("s", "ddp", "x", "+2%", configs=[cfg[0], cfg[2]], threshold=1.0)
+    assert mixed.verdict == claims.INCONCLUSIVE and "worst: indexed" in mixed.reason
+
+
+def test_a_failed_premise_is_out_of_reach_never_not_reproduced():
+    p = claims.premise("the prefetch fits its budget", 0.018, 12, ">=", row="eq4-threshold",
+                       what="equation-4 threshold (queries)")
+    row = claims.claim("s", "speedup", "x", "3x", ours=1.1, ci=(1.0, 1.2), threshold=3.0, premises=[p])
+    assert row.verdict == claims.OUT_OF_REACH
+    assert "the prefetch fits its budget" in row.reason and "eq4-threshold" in row.reason and "fails" in row.premise
+    hw = claims.claim("s", "gpus", "x", "3x", ours=1.1, ci=(1.0, 1.2), threshold=3.0,
+                      premises=[claims.Premise("4 GPUs", False, "2 CPU replicas", kind="hardware")])
+    assert hw.verdict == claims.NEEDS_HARDWARE
+    unknown = claims.claim("s", "u", "x", "3x", ours=3.5, ci=(3.2, 3.8), threshold=3.0,
+                           premises=[claims.premise("saturated", None, 1.0)])
+    assert unknown.verdict == claims.INCONCLUSIVE
+    held = claims.claim("s", "h", "x", "3x", ours=3.5, ci=(3.2, 3.8), threshold=3.0,
+                        premises=[claims.premise("saturated", 2.0, 1.0)])
+    assert held.verdict == claims.REPRODUCED and "holds" in held.reason
+
+
+def test_a_knee_outside_the_measured_range_is_not_a_verdict():
+    out = claims.claim("s", "knee", "saturates", "b=64", ours=300.0, ci=(200.0, 500.0), threshold=64,
+                       observed=(1, 256))
+    assert out.verdict == claims.OUT_OF_REACH and "extrapolated" in out.reason
+    inside = claims.claim("s", "knee", "saturates", "b=64", ours=80.0, ci=(70.0, 90.0), threshold=64,
+                          observed=(1, 256))
+    assert inside.verdict == claims.REPRODUCED
+
+
+def test_a_circular_emulation_is_a_sanity_check_never_judged():
+    row = claims.claim("s", "ssd", "the fast SSD is 4.3x", "4.3x", ours=4.3, ci=(4.2, 4.4), threshold=4.0,
+                       source="emulated", circular="the emulated SSD's speed ratio is the paper's 4.3x")
+    assert row.verdict == claims.NEEDS_HARDWARE and "sanity check" in row.reason and "would read" in row.reason
+
+
+def test_an_all_pass_proportion_gets_an_exact_interval_not_one_to_one():
+    est, lo, hi = claims.proportion_ci(200, 200)
+    assert est == 1.0 and hi == 1.0 and lo == pytest.approx(0.025 ** (1 / 200), rel=1e-9)
+    assert lo == pytest.approx(0.982, abs=5e-4)   # the reference notes: 0.982 for n = 200
+    row = claims.claim("s", "p", ">= 99% found", "99%", ours=est, ci=(lo, hi), threshold=0.99, interval="binomial")
+    assert row.verdict == claims.INCONCLUSIVE and "Clopper-Pearson" in row.reason
+    assert claims.proportion_ci(400, 400)[1] > 0.99
+    e, l0, h0 = claims.proportion_ci(0, 10)
+    assert l0 == 0.0 and h0 == pytest.approx(1 - 0.025 ** (1 / 10))
+
+
+def test_an_unbracketed_search_is_not_converged():
+    top = claims.bracket([(1, True), (2, True), (4, True)], cut_off="top of the grid")
+    assert not top.bracketed and "lower bound" in top.text()
+    row = claims.claim("s", "c", "fine-tuned 4", "4", ours=4.0, ci=(4.0, 4.0), threshold=3.0, search=top,
+                       interval="exact: the search's grid level")
+    assert row.verdict == claims.INCONCLUSIVE and "did not converge" in row.reason
+    gap = claims.bracket([(1, True), (2, True), (8, False)], step=1)
+    assert not gap.bracketed and "untried" in gap.text()
+    ok = claims.bracket([(1, True), (2, True), (3, False)])
+    assert ok.bracketed and ok.passed == 2 and ok.failed == 3
+
+
+def test_a_zero_width_interval_must_say_why_it_is_exact():
+    bare = claims.claim("s", "z", "x", "1", ours=0.212, ci=(0.212, 0.212), threshold=0.25)
+    assert bare.verdict == claims.INCONCLUSIVE and "zero width" in bare.reason
+    exact = claims.claim("s", "z", "x", "1", ours=3.0, ci=(3.0, 3.0), threshold=2.0,
+                         interval="exact: a count, deterministic given the seed")
+    assert exact.verdict == claims.REPRODUCED and "deterministic" in exact.reason
+
+
+def test_spread_is_named_as_spread():
+    row = claims.claim("s", "sp", "x", "1", ours=1.5, ci=(1.2, 1.8), threshold=1.0, interval="spread")
+    assert "spread over configurations, not run-to-run noise" in row.reason

@@ -13,7 +13,26 @@ estimate and its interval into a verdict:
   why in the reason).
 
 Intervals come from repeats or from a bootstrap over per-query / per-run values (:func:`bootstrap_ci`,
-:func:`ratio_ci`). :mod:`bench.core.ledger` joins every study's rows into the ledger (paper claims first,
+:func:`ratio_ci`), processes first where the step ran in several (:mod:`bench.core.step`).
+
+The semantics a referee cannot overturn (issue 29; methods in the module :mod:`bench.core.sequential`
+and the docstrings below), all through :func:`claim`:
+
+- ``band=(lo, hi)``: an equality claim ("within 2%", "no gain", "0.91-1.42x") is a two-sided equivalence
+  test (TOST with the 95% interval: alpha 0.025 a side): reproduced only when the whole interval lies in the
+  band, not reproduced only when it lies wholly outside it;
+- ``configs=[Config(...)]``: a claim over several configurations (every loader, every batch <= N) is judged
+  over all of them (intersection-union: reproduced only if every configuration is); the reason names the
+  worst one, and ours is the worst one's value;
+- ``premises=[Premise(...)]``: the conditions the paper states the claim under, checked from our records;
+  a failed one gives "out of reach at this scale" or "needs hardware we lack" naming it, never "not
+  reproduced";
+- ``observed=(lo, hi)``: a fitted quantity (knee, plateau, crossover) counts only inside the measured range;
+- ``circular="..."``: our value is set by a parameter taken from the paper: a sanity check, never judged;
+- ``interval="noise" | "spread" | "exact: why" | "binomial"``: what the interval is; a zero-width interval
+  without an ``exact: ...`` reason is no evidence (inconclusive); :func:`proportion_ci` gives the
+  Clopper-Pearson interval of k of n;
+- ``search=bracket(levels)``: a search (fine-tuned concurrency, capacity) counts only when bracketed. :mod:`bench.core.ledger` joins every study's rows into the ledger (paper claims first,
 the harness's targets counted apart, history and stability across runs).
 """
 from __future__ import annotations
@@ -55,6 +74,9 @@ class Claim:
     direction: str = ">="
     machine_busy: bool = False
     threshold_also: float | None = None   # a second paper's threshold the same rule judges (bge and jina)
+    band_high: float | None = None   # direction "within": the band is [threshold, band_high]
+    interval: str = ""               # what the interval is: noise (fresh processes), spread, exact, binomial
+    premise: str = ""                # the premises the claim was judged under, and whether each held
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
@@ -68,23 +90,42 @@ class Claim:
 NUMPY_REPR = re.compile(r"np\.(?:float|int|uint|bool)\w*\((-?[^()]*)\)")
 
 
-def judge(low: float | None, high: float | None, threshold: float, direction: str = ">=") -> str:
-    """The verdict of an interval against a threshold (``>=``: ours must be at least the threshold)."""
+def judge(low: float | None, high: float | None, threshold: float, direction: str = ">=",
+          band_high: float | None = None) -> str:
+    """The verdict of an interval against a threshold (``>=``: ours must be at least the threshold; ``<=``:
+    at most; ``within``: inside the band ``[threshold, band_high]``, a two-sided equivalence test)."""
     if low is None or high is None or any(map(_nan, (low, high))):
         return INCONCLUSIVE
     if direction == ">=":
         return REPRODUCED if low >= threshold else NOT_REPRODUCED if high < threshold else INCONCLUSIVE
     if direction == "<=":
         return REPRODUCED if high <= threshold else NOT_REPRODUCED if low > threshold else INCONCLUSIVE
-    raise ValueError(f"direction must be '>=' or '<=', got {direction!r}")
+    if direction == WITHIN:
+        if band_high is None:
+            raise ValueError("direction 'within' needs band_high")
+        if threshold <= low and high <= band_high:
+            return REPRODUCED
+        return NOT_REPRODUCED if high < threshold or low > band_high else INCONCLUSIVE
+    raise ValueError(f"direction must be '>=', '<=' or 'within', got {direction!r}")
+
+
+WITHIN = "within"
 
 
 def _nan(x) -> bool:
     return x is None or (isinstance(x, float) and math.isnan(x))
 
 
-def why(verdict: str, lo, hi, threshold: float, direction: str) -> str:
-    """Why ``verdict`` follows from the interval and the threshold, in words."""
+def why(verdict: str, lo, hi, threshold: float, direction: str, band_high: float | None = None) -> str:
+    """Why ``verdict`` follows from the interval and the threshold (or band), in words."""
+    if direction == WITHIN:
+        band = f"the band [{_fmt(threshold)}, {_fmt(band_high)}]"
+        if _nan(lo) or _nan(hi):
+            return f"{verdict}: no interval to judge against {band}"
+        iv = f"the interval [{_fmt(lo)}, {_fmt(hi)}]"
+        return {REPRODUCED: f"{verdict}: all of {iv} lies inside {band} (two-sided equivalence, TOST at 0.025 a side)",
+                NOT_REPRODUCED: f"{verdict}: all of {iv} lies outside {band}",
+                INCONCLUSIVE: f"{verdict}: {iv} crosses an edge of {band}, so equivalence is not shown"}[verdict]
     if _nan(lo) or _nan(hi):
         return f"{verdict}: no interval to judge against {direction} {_fmt(threshold)}"
     side = "at least" if direction == ">=" else "at most"
@@ -94,37 +135,238 @@ def why(verdict: str, lo, hi, threshold: float, direction: str) -> str:
             INCONCLUSIVE: f"{verdict}: {iv} straddles {_fmt(threshold)}, so a pass would be within noise"}[verdict]
 
 
-def claim(study: str, claim_id: str, text: str, paper_value: str, *, ours: float | None,
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """One configuration of a claim made over several (every loader, every dataset, every batch <= N)."""
+
+    name: str
+    ours: float | None
+    ci: tuple[float | None, float | None] = (None, None)
+    busy: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Premise:
+    """A condition the paper states its claim under, checked from our records. ``holds`` None: not measured.
+    ``kind``: ``scale`` (a failed one gives "out of reach at this scale") or ``hardware`` ("needs hardware
+    we lack"). ``row``: the ledger row (claim id) or record that measures it."""
+
+    name: str
+    holds: bool | None
+    evidence: str = ""
+    kind: str = "scale"
+    row: str = ""
+
+    def text(self) -> str:
+        state = "holds" if self.holds else "not measured" if self.holds is None else "fails"
+        cite = f" (see {self.row})" if self.row else ""
+        return f"premise '{self.name}' {state}: {self.evidence}{cite}" if self.evidence else \
+            f"premise '{self.name}' {state}{cite}"
+
+
+def premise(name: str, value: float | None, threshold: float, direction: str = ">=", *, kind: str = "scale",
+            row: str = "", unit: str = "", what: str = "") -> Premise:
+    """A premise measured as a value against a threshold (``>=`` / ``<=``): holds or fails, with the numbers."""
+    if _nan(value):
+        return Premise(name, None, f"{what or 'its value'} is not in the records", kind, row)
+    ok = value >= threshold if direction == ">=" else value <= threshold
+    return Premise(name, bool(ok), f"{what or 'measured'} {_fmt(value)}{(' ' + unit) if unit else ''} "
+                   f"against {direction} {_fmt(threshold)}", kind, row)
+
+
+@dataclasses.dataclass(frozen=True)
+class Search:
+    """The outcome of a search over levels (fine-tuned concurrency, capacity): the highest level that met
+    the target and the lowest above it that failed. Converged only when bracketed: both exist and are
+    next to each other among the levels tried."""
+
+    passed: float | None       # highest level that met the target
+    failed: float | None       # lowest level above it that failed
+    adjacent: bool             # no untried level between them (a step of the search's grid)
+    cut_off: str = ""          # why the search stopped, when not bracketed (run limit, top of the grid)
+
+    @property
+    def bracketed(self) -> bool:
+        return self.passed is not None and self.failed is not None and self.adjacent
+
+    def text(self) -> str:
+        if self.bracketed:
+            return f"bracketed: {_fmt(self.passed)} met the target, {_fmt(self.failed)} next to it did not"
+        if self.passed is None:
+            return f"not bracketed: no level met the target{'; ' + self.cut_off if self.cut_off else ''}"
+        if self.failed is None:
+            return (f"not bracketed: {_fmt(self.passed)}, the highest level tried, still met the target"
+                    f"{'; ' + self.cut_off if self.cut_off else ''} (a lower bound, not converged)")
+        return (f"not bracketed: {_fmt(self.passed)} met the target and {_fmt(self.failed)} failed, with untried "
+                f"levels between them{'; ' + self.cut_off if self.cut_off else ''}")
+
+
+def bracket(levels: Iterable[tuple[float, bool]], step: float | None = None, cut_off: str = "") -> Search:
+    """A :class:`Search` from (level, met the target) pairs. The boundary is the highest passing level below
+    the lowest failing one; ``step``: the grid's spacing (the pair is adjacent when ``failed - passed <=
+    step``); without it, adjacent when no tried level lies between them."""
+    tried = sorted(dict(levels).items())
+    fails = [lv for lv, ok in tried if not ok]
+    passes = [lv for lv, ok in tried if ok]
+    if not passes:
+        return Search(None, min(fails) if fails else None, False, cut_off)
+    first_fail = min((f for f in fails if f > min(passes)), default=None)
+    below = [p for p in passes if first_fail is None or p < first_fail]
+    best = max(below)
+    if first_fail is None:
+        return Search(best, None, False, cut_off)
+    adjacent = (first_fail - best <= step + 1e-12) if step is not None else \
+        not any(best < lv < first_fail for lv, _ in tried)
+    return Search(best, first_fail, adjacent, cut_off)
+
+
+def proportion_ci(k: int, n: int, level: float = 0.95) -> tuple[float, float, float]:
+    """(k/n, low, high): the Clopper-Pearson exact binomial interval of a proportion. All n passing gives
+    a lower bound of ((1 - level)/2)^(1/n), never 1 (0.982 for n = 200)."""
+    from scipy.stats import beta
+
+    if n <= 0 or not 0 <= k <= n:
+        return float("nan"), float("nan"), float("nan")
+    a = 1 - level
+    lo = 0.0 if k == 0 else float(beta.ppf(a / 2, k, n - k + 1))
+    hi = 1.0 if k == n else float(beta.ppf(1 - a / 2, k + 1, n - k))
+    return k / n, lo, hi
+
+
+def _score(lo, hi, threshold, direction, band_high) -> float:
+    """How far an interval lies on the paper's side (negative: the other side); the worst configuration
+    has the lowest."""
+    if _nan(lo) or _nan(hi):
+        return -math.inf
+    if direction == ">=":
+        return lo - threshold
+    if direction == "<=":
+        return threshold - hi
+    return min(lo - threshold, band_high - hi)
+
+
+def over_all(configs: Sequence[Config], threshold: float, direction: str = ">=",
+             band_high: float | None = None) -> tuple[str, Config, str]:
+    """(verdict, worst configuration, words) of a claim over every configuration (intersection-union):
+    reproduced only when every configuration is, not reproduced when any one is wholly on the other side
+    (one counterexample refutes "for all"), else inconclusive; the worst is the configuration of that
+    verdict lying least on the paper's side."""
+    if not configs:
+        raise ValueError("a claim over configurations needs at least one")
+    vs = [judge(*c.ci, threshold, direction, band_high) for c in configs]
+    verdict = NOT_REPRODUCED if NOT_REPRODUCED in vs else REPRODUCED if all(v == REPRODUCED for v in vs) \
+        else INCONCLUSIVE
+    cands = [c for c, v in zip(configs, vs) if v == verdict]
+    worst = min(cands, key=lambda c: _score(*c.ci, threshold, direction, band_high))
+    each = "; ".join(f"{c.name} {_fmt(c.ours)} [{_fmt(c.ci[0])}, {_fmt(c.ci[1])}] {v}" for c, v in zip(configs, vs))
+    words = (f"judged over all {len(configs)} configurations the claim covers (reproduced only if every one is); "
+             f"worst: {worst.name}; each: {each}")
+    return verdict, worst, words
+
+
+def _zero_width(lo, hi) -> bool:
+    return not _nan(lo) and not _nan(hi) and abs(hi - lo) <= 1e-12 * max(1.0, abs(lo))
+
+
+def claim(study: str, claim_id: str, text: str, paper_value: str, *, ours: float | None = None,
           ci: tuple[float | None, float | None] = (None, None), threshold: float | None = None,
           direction: str = ">=", unit: str = "", scale: str = "", source: str = "measured",
           reason: str = "", machine_busy: bool = False, verdict: str | None = None,
-          target: float | None = None, threshold_also: float | None = None) -> Claim:
+          target: float | None = None, threshold_also: float | None = None,
+          band: tuple[float, float] | None = None, configs: Sequence[Config] | None = None,
+          premises: Sequence[Premise] = (), observed: tuple[float, float] | None = None,
+          circular: str = "", interval: str = "", search: Search | None = None) -> Claim:
     """A ledger row with its verdict computed from the interval (or given, for hardware/scale cases); the
-    reason ends with why the verdict follows from the interval and the threshold. ``target``: the
-    harness's own threshold on the same measurement (one measurement, one row), judged in the reason."""
+    reason ends with why the verdict follows. ``target``: the harness's own threshold on the same
+    measurement (one measurement, one row), judged in the reason. The keywords of issue 29 (see the module
+    docstring): ``band`` (two-sided equivalence), ``configs`` (judged over all), ``premises``, ``observed``
+    (the measured range a fitted value must lie in), ``circular`` (a parameter from the paper: sanity check
+    only), ``interval`` (noise / spread / ``exact: why`` / binomial) and ``search`` (bracketed or not)."""
+    band_high = None
+    if band is not None:
+        threshold, band_high, direction = float(band[0]), float(band[1]), WITHIN
+    notes = []
+    if configs:
+        if threshold is None:
+            raise ValueError(f"{claim_id}: a claim over configurations needs a threshold or a band")
+        cv, worst, words = over_all(configs, threshold, direction, band_high)
+        ours, ci = worst.ours, worst.ci
+        machine_busy = machine_busy or any(c.busy for c in configs)
+        notes.append(words)
     lo, hi = ci
     if not any(map(_nan, (ours, lo, hi))) and not (min(lo, hi) - 1e-9 <= ours <= max(lo, hi) + 1e-9):
         reason = f"interval [{_fmt(lo)}, {_fmt(hi)}] discarded: it does not contain the estimate; {reason}"
         lo = hi = None
+    if interval == "spread":
+        notes.append("the interval is the spread over configurations, not run-to-run noise")
+    elif interval.startswith("exact"):
+        notes.append(f"zero-width or exact interval: {interval.partition(':')[2].strip() or 'exact by construction'}")
+    elif interval == "binomial":
+        notes.append("exact binomial (Clopper-Pearson) 95% interval")
+    elif interval:
+        notes.append(f"interval: {interval}")
+    if premises:
+        notes.append("; ".join(p.text() for p in premises))
+    if search is not None:
+        notes.append(f"search {search.text()}")
+    lead = "; ".join([reason] + notes if reason else notes)
     if verdict is None:
-        if source in ("modelled", "not_run"):
-            verdict = NEEDS_HARDWARE
-        elif threshold is None:
-            raise ValueError(f"{claim_id}: a measured claim needs a threshold or an explicit verdict")
-        else:
-            verdict = judge(lo, hi, threshold, direction)
-            because = why(verdict, lo, hi, threshold, direction)
-            if machine_busy and verdict in (REPRODUCED, NOT_REPRODUCED):
-                because = (f"{INCONCLUSIVE}: the machine was busy during the step; on a quiet machine the "
-                           f"interval would read {because}")
-                verdict = INCONCLUSIVE
-            reason = f"{reason}; {because}" if reason else because
-            if target is not None:
-                tv = judge(lo, hi, target, direction)
-                tv = f"{tv} on a quiet machine, {INCONCLUSIVE} here" if machine_busy and tv != INCONCLUSIVE else tv
-                reason += f"; the harness's target {direction} {_fmt(target)}: {tv}"
+        verdict, because = _decide(claim_id, ours, lo, hi, threshold, direction, band_high, source, machine_busy,
+                                   premises, observed, circular, interval, search)
+        reason = f"{lead}; {because}" if lead and because else lead or because
+        if target is not None and verdict not in (NEEDS_HARDWARE, OUT_OF_REACH) and not circular:
+            tv = judge(lo, hi, target, direction if direction != WITHIN else ">=")
+            tv = f"{tv} on a quiet machine, {INCONCLUSIVE} here" if machine_busy and tv != INCONCLUSIVE else tv
+            reason += f"; the harness's target {direction} {_fmt(target)}: {tv}"
+    else:
+        reason = lead
+    pre = "; ".join(p.text() for p in premises)
     return Claim(study, claim_id, text, paper_value, _f(ours), _f(lo), _f(hi), unit, scale, source,
-                 verdict, reason, threshold, direction, bool(machine_busy), _f(threshold_also))
+                 verdict, reason, _f(threshold), direction, bool(machine_busy), _f(threshold_also), _f(band_high),
+                 interval, pre)
+
+
+def _decide(claim_id, ours, lo, hi, threshold, direction, band_high, source, machine_busy, premises, observed,
+            circular, interval, search) -> tuple[str, str]:
+    """(verdict, why) in the order a referee would ask: was it measured, is it circular, do the premises
+    hold, did the search converge, was the fitted value observed, is the interval evidence, then the
+    interval against the threshold, then the busy machine."""
+    if source in ("modelled", "not_run"):
+        return NEEDS_HARDWARE, ""
+    would = ""
+    if threshold is not None and not _nan(lo):
+        would = f"; it would read {why(judge(lo, hi, threshold, direction, band_high), lo, hi, threshold, direction, band_high)}"
+    if circular:
+        return NEEDS_HARDWARE, (f"{NEEDS_HARDWARE}: a sanity check, not judged: our value is set by a parameter "
+                                f"taken from the paper ({circular}){would}")
+    failed = [p for p in premises if p.holds is False]
+    if failed:
+        v = NEEDS_HARDWARE if any(p.kind == "hardware" for p in failed) else OUT_OF_REACH
+        return v, f"{v}: the paper states the claim under {', '.join(repr(p.name) for p in failed)}, which fails here"
+    unknown = [p for p in premises if p.holds is None]
+    if unknown:
+        return INCONCLUSIVE, f"{INCONCLUSIVE}: premise {', '.join(repr(p.name) for p in unknown)} not measured"
+    if search is not None and not search.bracketed:
+        return INCONCLUSIVE, f"{INCONCLUSIVE}: the search did not converge ({search.text()})"
+    if observed is not None:
+        a, b = observed
+        inside = not any(map(_nan, (ours, lo, hi))) and a <= min(ours, lo) and max(ours, hi) <= b
+        if not inside:
+            return OUT_OF_REACH, (f"{OUT_OF_REACH}: the fitted value {_fmt(ours)} [{_fmt(lo)}, {_fmt(hi)}] is not "
+                                  f"inside the measured range [{_fmt(a)}, {_fmt(b)}], so it is extrapolated, not "
+                                  "observed")
+    if threshold is None:
+        raise ValueError(f"{claim_id}: a measured claim needs a threshold or an explicit verdict")
+    if _zero_width(lo, hi) and not interval.startswith("exact"):
+        return INCONCLUSIVE, (f"{INCONCLUSIVE}: the interval [{_fmt(lo)}, {_fmt(hi)}] has zero width with no "
+                              f"reason it is exact (one value, or identical values resampled): no evidence{would}")
+    verdict = judge(lo, hi, threshold, direction, band_high)
+    because = why(verdict, lo, hi, threshold, direction, band_high)
+    if machine_busy and verdict in (REPRODUCED, NOT_REPRODUCED):
+        because = (f"{INCONCLUSIVE}: the machine stayed busy during the step after its waits and reruns; on a "
+                   f"quiet machine the interval would read {because}")
+        verdict = INCONCLUSIVE
+    return verdict, because
 
 
 def _f(x) -> float | None:
@@ -240,6 +482,16 @@ def ours_text(r) -> str:
     return f"{txt} {r['unit']}".strip()
 
 
+def threshold_text(r) -> str:
+    """The threshold cell: ``>= 3``, ``<= 1.02``, or ``within [0.98, 1.02]`` for an equivalence band."""
+    if _nan(r["threshold"]):
+        return "–"
+    hi = r.get("band_high") if hasattr(r, "get") else None
+    if r["direction"] == WITHIN and hi is not None and not _nan(hi):
+        return f"within [{_fmt(r['threshold'])}, {_fmt(hi)}]"
+    return f"{r['direction']} {_fmt(r['threshold'])}"
+
+
 def to_markdown(df: pd.DataFrame, title: str) -> str:
     counts = df.verdict.value_counts()
     lines = [f"# {title}", "",
@@ -249,7 +501,7 @@ def to_markdown(df: pd.DataFrame, title: str) -> str:
              "| study | claim | paper | ours | threshold | scale | source | verdict | reason |",
              "|---|---|---|---|---|---|---|---|---|"]
     for _, r in df.iterrows():
-        thr = "–" if _nan(r["threshold"]) else f"{r['direction']} {_fmt(r['threshold'])}"
+        thr = threshold_text(r)
         cells = [r["study"], f"**{r['claim_id']}**: {r['claim']}", r["paper_value"], ours_text(r), thr,
                  r["scale"], r["source"], f"**{r['verdict']}**", r["reason"]]
         lines.append("| " + " | ".join(str(c).replace("|", "/").replace("\n", " ") for c in cells) + " |")

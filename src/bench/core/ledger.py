@@ -25,7 +25,7 @@ import pandas as pd
 
 from . import records
 from .atomic import write_text
-from .claims import VERDICTS, _fmt, _nan, ours_text
+from .claims import VERDICTS, _fmt, ours_text, threshold_text
 
 PAPER, TARGET = "paper claim", "harness target or check"
 KINDS = (PAPER, TARGET)
@@ -123,7 +123,7 @@ def _scale_notes(df: pd.DataFrame) -> tuple[pd.Series, list[str]]:
 
 
 def _row_cells(r, scale: str) -> list[str]:
-    thr = "–" if _nan(r["threshold"]) else f"{r['direction']} {_fmt(r['threshold'])}"
+    thr = threshold_text(r)
     also = r.get("threshold_also")
     if also is not None and pd.notna(also):
         thr = f"{r['direction']} {_fmt(also)} and {_fmt(r['threshold'])}"

@@ -1,17 +1,27 @@
-"""Is the machine quiet? A check taken before and after every timed step.
+"""Is the machine quiet? Measured again, not flagged (issue 29).
 
-The 1-minute load average lags (it still shows a job that just ended), so the check also samples
-/proc/stat for a short window and reports the share of the machine's CPU time that was busy while this
-process was idle: work of other processes. A step is flagged busy when either sample exceeds
-``BUSY_SHARE``; claims then mark their verdict inconclusive.
+Before a timed step the skeleton (:mod:`bench.core.step`) waits, up to :data:`WAIT_BOUND_S`, until a short
+sample shows the machine quiet (:func:`wait_until_quiet`). While the step (or each fresh process of it) runs,
+:class:`Span` measures the share of the machine's CPU time spent by *other* processes: the machine's busy
+time from /proc/stat minus the CPU time of this process and its reaped children (``os.times``), over the
+wall time times the cores. A repeat that ran while others used more than :data:`BUSY_SHARE` of the machine
+is run again after another wait, up to :data:`RERUNS` times; the waits and reruns are recorded. Only a
+repeat that stays busy after the bound is flagged ``machine_busy`` and its claims read inconclusive.
+
+The 1-minute load average lags (it still shows a job that just ended), so the quick sample reads /proc/stat
+for a short window instead.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 
-BUSY_SHARE = 0.25   # of all cores, spent by others during the sample window
+BUSY_SHARE = 0.25   # of all cores, spent by others during the sample window or the step
 WINDOW_S = 0.3
+WAIT_BOUND_S = 20.0   # the longest wait for a quiet machine before a step (or a rerun)
+RERUNS = 1            # reruns of a busy repeat (a fresh process, or a short whole step)
+RERUN_MAX_S = 90.0    # a whole step (not split over processes) is rerun only when it took at most this
 
 
 def _cpu_times() -> tuple[float, float]:
@@ -36,3 +46,56 @@ def sample(window_s: float = WINDOW_S) -> dict:
 
 def is_busy(before: dict, after: dict, threshold: float = BUSY_SHARE) -> bool:
     return any(s.get("busy_share", 0.0) > threshold for s in (before, after))
+
+
+def wait_until_quiet(bound_s: float = WAIT_BOUND_S, threshold: float = BUSY_SHARE,
+                     sampler=sample) -> dict:
+    """Sample until the machine is quiet or ``bound_s`` has passed: the last sample, with ``waited_s``
+    (seconds spent waiting), ``samples`` and ``quiet`` (whether it ended quiet)."""
+    t0 = time.perf_counter()
+    n = 0
+    while True:
+        s = sampler()
+        n += 1
+        quiet = not s.get("busy_share", 0.0) > threshold
+        waited = time.perf_counter() - t0
+        if quiet or waited >= bound_s:
+            return {**s, "waited_s": round(waited, 3), "samples": n, "quiet": quiet}
+
+
+def _own_cpu_s() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+@dataclasses.dataclass
+class Span:
+    """Others' share of the machine while a piece of work ran: ``with Span() as s: work()``, then
+    ``s.others_share`` and ``s.busy``. Work done by this process and the children it has reaped is ours."""
+
+    threshold: float = BUSY_SHARE
+    others_share: float = float("nan")
+    wall_s: float = float("nan")
+
+    def __enter__(self) -> "Span":
+        self._tick = os.sysconf("SC_CLK_TCK")
+        self._t = time.perf_counter()
+        self._total, self._idle = _cpu_times()
+        self._own = _own_cpu_s()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        total, idle = _cpu_times()
+        self.wall_s = time.perf_counter() - self._t
+        cores = os.cpu_count() or 1
+        busy_s = ((total - self._total) - (idle - self._idle)) / self._tick
+        own_s = _own_cpu_s() - self._own
+        cap = max(self.wall_s * cores, 1e-9)
+        self.others_share = round(max(0.0, busy_s - own_s) / cap, 4)
+
+    @property
+    def busy(self) -> bool:
+        return self.others_share > self.threshold
+
+    def record(self) -> dict:
+        return {"others_share": self.others_share, "wall_s": round(self.wall_s, 3), "busy": self.busy}

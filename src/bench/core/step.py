@@ -12,6 +12,15 @@ Repeats across processes (issue #18: verdicts that hold between runs). A step de
 each doing :meth:`Context.share` of its repeats; the rows carry a ``process`` column. An interval drawn
 over processes (:func:`bench.core.claims.bootstrap_ci` with ``groups``) then covers what differs between
 two runs (page cache and heap layout, thread pools, a noisy neighbour), not only the noise within one.
+
+Measured again, not flagged (issue 29): before the step the skeleton waits, with a bound, until the machine
+is quiet; each fresh process (or a short whole step) that ran while other processes used the machine is run
+again after another wait, with a bound (:mod:`bench.core.quiet`). Rows carry ``machine_busy`` (still busy
+after the reruns), ``reruns`` and ``others_share``; the provenance records every wait and rerun.
+
+Enough repeats to decide (issue 29): a step declared with ``decide=fn`` runs a fixed two-stage design
+(:mod:`bench.core.sequential`): when ``fn(rows, params)`` says the stage-1 interval does not clear its
+threshold, as many fresh processes again run as stage 2; rows carry ``stage``.
 """
 from __future__ import annotations
 
@@ -88,45 +97,101 @@ def _in_process(ctx: Context, step: Callable[[Context], Result]) -> Result:
     return step(ctx)
 
 
-def _processes(ctx: Context, step: Callable[[Context], Result]) -> Result:
-    """``step`` run ``ctx.processes`` times, each in a fresh interpreter, one after another; the rows
-    of all of them with a ``process`` column, the first run's method and provenance."""
+def _attempts(run: Callable[[], Result], rerun_ok: Callable[[float], bool]) -> tuple[Result, dict]:
+    """``run()`` under a :class:`quiet.Span`; run again (after a bounded wait for quiet) while it was busy,
+    up to :data:`quiet.RERUNS` times and while ``rerun_ok(seconds it took)``. The last result and a log."""
+    log = {"attempts": []}
+    for attempt in range(quiet.RERUNS + 1):
+        if attempt:
+            log["attempts"][-1]["wait_before_rerun"] = quiet.wait_until_quiet()
+        with quiet.Span() as span:
+            res = run()
+        log["attempts"].append(span.record())
+        if not span.busy or attempt == quiet.RERUNS or not rerun_ok(span.wall_s):
+            break
+    log.update(reruns=len(log["attempts"]) - 1, busy=log["attempts"][-1]["busy"],
+               others_share=log["attempts"][-1]["others_share"])
+    return res, log
+
+
+def _one_process(ctx: Context, step: Callable[[Context], Result], i: int) -> tuple[Result, dict]:
     spawn = multiprocessing.get_context("spawn")
-    results = []
-    for i in range(ctx.processes):
+
+    def run() -> Result:
         with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
-            results.append(pool.submit(_in_process, dataclasses.replace(ctx, process=i), step).result())
+            return pool.submit(_in_process, dataclasses.replace(ctx, process=i), step).result()
+    return _attempts(run, lambda s: True)
+
+
+def _tag(res: Result, log: dict, **cols) -> pd.DataFrame:
+    return res.records.assign(machine_busy=log["busy"], reruns=log["reruns"], others_share=log["others_share"],
+                              **cols)
+
+
+def _processes(ctx: Context, step: Callable[[Context], Result]) -> tuple[Result, dict]:
+    """``step`` run ``ctx.processes`` times, each in a fresh interpreter, one after another (each busy one
+    again, with a bound); with ``decide`` declared, a second stage of as many when the first does not
+    decide. The rows of all of them with ``process`` (and ``stage``), the first run's method and provenance."""
+    decide = getattr(getattr(step, "step", None), "decide", None)
+    results, logs, frames = [], [], []
+
+    def stage(first: int, n: int, number: int | None) -> None:
+        for i in range(first, first + n):
+            res, log = _one_process(ctx, step, i)
+            results.append(res)
+            logs.append(log)
+            frames.append(_tag(res, log, process=i, **({"stage": number} if number else {})))
+
+    stage(0, ctx.processes, 1 if decide else None)
+    stages = 1
+    if decide is not None and not decide(pd.concat(frames, ignore_index=True), ctx.params):
+        stage(ctx.processes, ctx.processes, 2)
+        stages = 2
     first = results[0]
-    rows = pd.concat([r.records.assign(process=i) for i, r in enumerate(results)], ignore_index=True)
+    rows = pd.concat(frames, ignore_index=True)
     summaries = [r.summary.assign(process=i) for i, r in enumerate(results) if r.summary is not None]
     prov = {**first.provenance, "processes": {
-        "count": ctx.processes, "how": "each a fresh Python interpreter (multiprocessing spawn), run one after "
+        "count": len(results), "how": "each a fresh Python interpreter (multiprocessing spawn), run one after "
         "another with the same seed and inputs, each doing its share of the measured repeats (and its own "
         "warm-up); rows carry `process`, and intervals resample processes, then runs within them"}}
-    return dataclasses.replace(first, records=rows, provenance=prov,
-                               summary=pd.concat(summaries, ignore_index=True) if summaries else None)
+    if decide is not None:
+        from . import sequential
+
+        prov["sequential"] = {"design": sequential.METHOD, "stages": stages, "stage_size": ctx.processes}
+    return (dataclasses.replace(first, records=rows, provenance=prov,
+                                summary=pd.concat(summaries, ignore_index=True) if summaries else None),
+            {"per_process": logs})
 
 
 def execute(ctx: Context, step: Callable[[Context], Result]) -> Path:
     """Run ``step`` under the common protocol and write its record set to ``ctx.out`` (in
-    ``ctx.processes`` fresh processes where the step declares ``processes=True``)."""
+    ``ctx.processes`` fresh processes where the step declares ``processes=True``): wait for a quiet
+    machine first, rerun busy repeats (bounded), record the waits and reruns."""
     thread_info = measure.set_threads(ctx.threads)
-    before = quiet.sample()
+    before = quiet.wait_until_quiet()
     prov = provenance.collect(profile=ctx.profile, config=ctx.section or ctx.params, seed=ctx.seed)
     split = ctx.processes > 1 and getattr(getattr(step, "step", None), "processes", False)
-    res = _processes(ctx, step) if split else step(dataclasses.replace(ctx, processes=1))
+    if split:
+        res, log = _processes(ctx, step)
+        df = res.records.copy()
+    else:
+        res, log = _attempts(lambda: step(dataclasses.replace(ctx, processes=1)),
+                             lambda s: s <= quiet.RERUN_MAX_S)
+        df = _tag(res, log)
     after = quiet.sample()
-    busy = quiet.is_busy(before, after)
-    df = res.records.copy()
+    busy = bool(df["machine_busy"].any())
     if "source" not in df:
         df["source"] = res.source
     if "phase" not in df:
         df["phase"] = "measured"
-    df["machine_busy"] = busy
     prov.update({"study": ctx.study, "step": ctx.step, "method": res.method,
                  "dataset_id": res.dataset_id or ctx.dataset, "dataset_checksum": res.dataset_checksum,
                  "inputs": ctx.inputs, "thread_settings": thread_info,
-                 "quiet_check": {"before": before, "after": after, "busy": busy,
-                                 "threshold_busy_share": quiet.BUSY_SHARE}})
+                 "quiet_check": {"before": before, "after": after, "busy": busy, "repeats": log,
+                                 "threshold_busy_share": quiet.BUSY_SHARE, "wait_bound_s": quiet.WAIT_BOUND_S,
+                                 "reruns_bound": quiet.RERUNS,
+                                 "how": "waited for a quiet machine before the step; each repeat's others' "
+                                        "share of the CPU measured while it ran; a busy repeat run again "
+                                        "after another wait (bounded); machine_busy: still busy after that"}})
     prov.update(res.provenance)
     return records.write(ctx.out, df, prov, res.summary)

@@ -34,24 +34,28 @@ class Step:
     writes: str
     kind: str = "measure"
     processes: bool = False   # splits its measured repeats over fresh processes (bench.core.step)
+    decide: Callable | None = None   # (rows, params) -> the stage-1 interval clears (bench.core.sequential)
 
     def __call__(self, ctx):
         return self.fn(ctx)
 
 
 def step(name: str, *, needs: tuple[str, ...] = (), optional: tuple[str, ...] = (), writes: str | None = None,
-         kind: str = "measure", processes: bool = False) -> Callable[[Callable], Callable]:
+         kind: str = "measure", processes: bool = False,
+         decide: Callable | None = None) -> Callable[[Callable], Callable]:
     """Declare a step in its module: ``@step("recall", needs=("manifest", "index"), writes="recall")``.
     A need may be a glob (``index_*``) where a step reads one file per dataset. ``writes`` defaults to the
     step's name. ``processes=True``: the step can repeat cheaply, so it splits its measured repeats
-    (``ctx.share(n)``) over the profile's ``processes`` fresh processes."""
+    (``ctx.share(n)``) over the profile's ``processes`` fresh processes. ``decide``: a two-stage design
+    (:mod:`bench.core.sequential`): ``decide(rows, params)`` says whether stage 1's interval clears the
+    claim's threshold; when not, a second stage of as many fresh processes runs."""
     if kind not in ("measure", "build"):
         raise ValueError(f"step {name}: kind must be measure or build, not {kind!r}")
 
     def mark(fn: Callable) -> Callable:
         if processes and kind != "measure":
             raise ValueError(f"step {name}: only a measurement step repeats across processes")
-        fn.step = Step(name, fn, tuple(needs), tuple(optional), writes or name, kind, processes)
+        fn.step = Step(name, fn, tuple(needs), tuple(optional), writes or name, kind, processes, decide)
         fn.reads, fn.optional_reads = tuple(needs), tuple(optional)   # what bench.core.doors checks
         return fn
     return mark
