@@ -79,24 +79,26 @@ def test_embeddings_equal_the_model_on_every_device_path(serve_windve, encoder, 
 def test_bad_inputs_get_clear_errors_and_the_service_keeps_serving(serve_windve, encoder):
     url, svc = serve_windve(max_client_batch_size=4)
     long_text = " ".join(["hello"] * 600)
-    cases = [
-        ({"inputs": []}, 422, "cannot be empty"),
-        ({"inputs": ""}, 422, "empty string"),
-        ({"inputs": ["ok", ""]}, 422, "empty string"),
-        ({"inputs": [1, 2]}, 422, "must be a string"),
-        ({"inputs": {"a": 1}}, 422, "string or a list"),
-        ({"inputs": ["x"] * 5}, 422, "maximum allowed batch size 4"),
-        ({"inputs": long_text}, 413, "at most 512"),
-        ({"inputs": "x", "normalize": "yes"}, 422, "normalize"),
-        ({"text": "x"}, 422, "missing field `inputs`"),
+    cases = [   # TEI's status codes and error types (router/src/http/server.rs)
+        ({"inputs": []}, 400, "empty", "cannot be empty"),
+        ({"inputs": ""}, 400, "empty", "cannot be empty"),
+        ({"inputs": ["ok", ""]}, 400, "empty", "cannot be empty"),
+        ({"inputs": [1, 2]}, 422, "validation", "must be a string"),
+        ({"inputs": {"a": 1}}, 422, "validation", "string or a list"),
+        ({"inputs": ["x"] * 5}, 413, "validation", "maximum allowed batch size 4"),
+        ({"inputs": long_text}, 413, "validation", "at most 512"),
+        ({"inputs": "x", "normalize": "yes"}, 422, "validation", "normalize"),
+        ({"text": "x"}, 422, "validation", "missing field `inputs`"),
     ]
-    for payload, status, words in cases:
+    for payload, status, kind, words in cases:
         st, _, body = _post(url, "/embed", payload)
-        assert st == status and words in json.loads(body)["error"], (payload, body)
+        err = json.loads(body)
+        assert st == status and words in err["error"] and err["error_type"] == kind, (payload, body)
     st, _, body = _post(url, "/embed", data=b"{not json")
     assert st == 400 and "not valid JSON" in body
     st, _, body = _post(url, "/v1/embeddings", {"input": [[101, 102]]})
-    assert st == 422
+    err = json.loads(body)   # the OpenAI route answers TEI's OpenAI-compatible error shape
+    assert st == 422 and err["code"] == 422 and err["type"] == "validation" and "must be a string" in err["message"]
     st, _, body = _post(url, "/embed", {"inputs": long_text, "truncate": True, "normalize": False})
     assert st == 200 and cosine(json.loads(body)[0], encoder.embed([long_text])[0]) >= 0.9999
     st, _, body = _post(url, "/embed", {"inputs": "still serving"})
@@ -105,9 +107,9 @@ def test_bad_inputs_get_clear_errors_and_the_service_keeps_serving(serve_windve,
     assert st == 422 and "depth" in body
     m = _samples(url)   # each refusal counted once, as validation, by status; none as overload
     fail = "windve_request_failure_total"
-    assert _sum(m, fail, err="validation", status="422") == 8 + 1   # the 422 cases and the OpenAI one
-    assert _sum(m, fail, err="validation", status="413") == 1
-    assert _sum(m, fail, err="validation", status="400") == 1
+    assert _sum(m, fail, err="validation", status="422") == 4 + 1   # the 422 cases and the OpenAI one
+    assert _sum(m, fail, err="validation", status="413") == 2
+    assert _sum(m, fail, err="validation", status="400") == 3 + 1   # the empty inputs and the body not JSON
     assert _sum(m, fail, err="overloaded") == 0 and _sum(m, "windve_queue_refused_total") == 0
     assert _sum(m, "windve_request_count_total") == _sum(m, "windve_request_success_total") + _sum(m, fail) == 13
 
@@ -157,7 +159,10 @@ def test_overload_3x_max_concurrency_answers_every_request(serve_windve, encoder
 
 def test_info_health_and_reconfigure(serve_windve):
     url, svc = serve_windve()
-    info = json.loads(_get(url, "/info")[1])
+    tei = json.loads(_get(url, "/info")[1])
+    assert tei["model_type"] == {"embedding": {"pooling": "mean"}} and tei["max_input_length"] == 512
+    assert tei["max_concurrent_requests"] == sum(svc.depths.values()) and tei["max_client_batch_size"] == 32
+    info = tei["windve"]   # the service's own configuration, beside TEI's fields
     assert info["devices"] == [ACC, "cpu"] and info["sources"][ACC] == ACC_SOURCE and info["accelerator"] == ACC
     assert info["ready"] and info["admission"] == "depth" and info["warmed"]["cpu"] == [1, 4]
     assert info["laws"]["cpu"]["alpha"] >= 0   # fitted from the CPU's warm batches
@@ -307,7 +312,7 @@ def test_cuda_instance_serves_the_models_embeddings(encoder):
     assert svc.plan.devices == ("cuda", "cpu") and svc.plan.accelerator == "cuda"
     with running(svc) as url:
         assert svc.instances["cuda"].warmed == {1, 2, 4, 8, 16, 20}
-        info = json.loads(_get(url, "/info")[1])
+        info = json.loads(_get(url, "/info")[1])["windve"]
         assert info["sources"]["cuda"] == "measured" and info["laws"]["cuda"] is not None
         texts = TEXTS + [f"query {i} on the gpu instance" for i in range(14)]
         st, hdr, body = _post(url, "/embed", {"inputs": texts, "normalize": False})

@@ -3,22 +3,38 @@
 aiohttp, because one well-kept asyncio library gives both the server and the load generator's client
 (no ASGI server process model to configure, no second HTTP stack in the measurements).
 
-Endpoints shaped like text-embeddings-inference (TEI), which people already run:
-- ``POST /embed``: ``{"inputs": str | [str], "normalize": true, "truncate": false}`` -> ``[[float]]``;
-- ``POST /v1/embeddings``: OpenAI-compatible (``input``, ``model``, ``encoding_format``);
-- ``GET /health``: 200 once every instance is warm (TEI answers only after its warm-up) and running;
-  503 before (``{"status": "warming"}``), or when an instance stopped or the warm-up failed;
-- ``GET /metrics``: Prometheus text (:mod:`.prometheus`, TEI's names);
-- ``GET /info`` and ``POST /admin/config``: the configuration, and the benchmark control
-  (:meth:`.service.EmbeddingService.reconfigure`; bound to 127.0.0.1 only); after a change the instances
-  warm any new batch size before the answer.
+Routes and shapes as text-embeddings-inference (TEI) answers them for an embedding model (its router's
+``http/server.rs`` and ``http/types.rs``), so TEI's clients work unchanged (``huggingface_hub``'s
+``InferenceClient(url).feature_extraction``, LangChain's ``HuggingFaceEndpointEmbeddings``, OpenAI's client):
 
-Errors as TEI answers them: 422 for invalid input (empty input, non-string, batch over the client
-limit), 413 for a text beyond the model's max tokens without ``truncate``, 400 for a body that is not
-JSON, 429 with ``Retry-After`` when the queue manager says BUSY (TEI refuses overload at once with
-429: the client may retry elsewhere or later, and no request waits unbounded; ``x-refused-by`` says
-``depth`` or ``deadline``), 503 while not ready. Each answer carries ``x-device``, ``x-source``
-(measured/emulated), queue, compute and dispatch times, and with deadline admission the predicted time.
+- ``POST /`` (TEI's default route: ``/embed`` for an embedding model) and ``POST /embed``:
+  ``{"inputs": str | [str], "normalize": true, "truncate": false}`` -> ``[[float]]``;
+- ``POST /v1/embeddings`` (and TEI's alias ``/embeddings``): OpenAI's shape (``input``, ``model``,
+  ``encoding_format`` ``float`` or ``base64``: little-endian float32 bytes, base64) -> ``{"object": "list",
+  "data": [{"object": "embedding", "index", "embedding"}], "model", "usage"}``;
+- ``POST /tokenize``: ``{"inputs", "add_special_tokens": true}`` -> ``[[{"id", "text", "special", "start",
+  "stop"}]]``;
+- ``GET /health`` (and ``GET /``): 200 once every instance is warm (TEI answers only after its warm-up) and
+  running; 503 before (``{"error", "error_type": "unhealthy", "status": "warming"}``), or when an instance
+  stopped or the warm-up failed;
+- ``GET /metrics``: Prometheus text (:mod:`.prometheus`, TEI's names);
+- ``GET /info``: TEI's ``Info`` fields (``model_id``, ``model_type``, ``max_concurrent_requests``, ...), the
+  service's own configuration beside them under ``windve``
+  (:meth:`.service.EmbeddingService.tei_info`);
+- ``POST /admin/config``: the benchmark control (:meth:`.service.EmbeddingService.reconfigure`; bound to
+  127.0.0.1 only), answering the ``windve`` configuration; after a change the instances warm any new batch
+  size before the answer.
+
+Errors in TEI's JSON shape ``{"error": message, "error_type": type}`` (OpenAI's route: TEI's
+``{"message", "code", "type"}``) with TEI's status codes: 413 ``validation`` (a batch over
+``max_client_batch_size``, a text beyond the model's max tokens without ``truncate``), 400 ``empty`` (empty
+input or text), 424 ``backend`` (the inference failed), 429 ``overloaded`` with ``Retry-After`` when the queue
+manager says BUSY (TEI refuses overload at once: the client may retry elsewhere or later, and no request
+waits unbounded; ``x-refused-by`` says ``depth`` or ``deadline``), 503 ``unhealthy`` while not ready. A body
+that is not JSON is 400 and one of the wrong shape (a missing field, a number for a text, a flag that is not
+a boolean) 422, as TEI's JSON extractor answers them. ``error_type`` is lower case as TEI's API documentation
+writes it. Each answer carries ``x-device``, ``x-source`` (measured/emulated), queue, inference and dispatch
+times (ms), ``x-total-time`` (ms, in the service) and with deadline admission the predicted time.
 """
 from __future__ import annotations
 
@@ -35,8 +51,11 @@ from .service import EmbeddingService, RequestError
 SERVICE_KEY = web.AppKey("windve_service", EmbeddingService)
 
 
-def _error(exc: RequestError) -> web.Response:
-    return web.json_response({"error": str(exc), "error_type": exc.error_type}, status=exc.status, headers=exc.headers)
+def _error(exc: RequestError, openai: bool = False) -> web.Response:
+    """TEI's error body; on the OpenAI route TEI's OpenAI-compatible one (``message``, ``code``, ``type``)."""
+    body = ({"message": str(exc), "code": exc.status, "type": exc.error_type} if openai else
+            {"error": str(exc), "error_type": exc.error_type})
+    return web.json_response(body, status=exc.status, headers=exc.headers)
 
 
 async def _json_body(request: web.Request) -> dict:
@@ -79,11 +98,12 @@ async def _serve(request: web.Request, method: str, answer) -> web.Response:
         resp = await answer(svc, await _json_body(request), arrival)
     except RequestError as exc:
         svc.metrics.failed(exc.status)
-        return _error(exc)
+        return _error(exc, openai=method == "openai")
     except Exception:
         svc.metrics.failed(500)
         raise
     svc.metrics.success.labels(method).inc()
+    resp.headers["x-total-time"] = f"{(time.perf_counter() - arrival) * 1e3:.3f}"
     return resp
 
 
@@ -108,7 +128,7 @@ async def _openai(svc: EmbeddingService, body: dict, arrival: float) -> web.Resp
         raise RequestError(422, "validation", "`encoding_format` must be 'float' or 'base64'")
     texts = svc.validate_texts(body["input"], "input")
     e = await svc.embed(texts, arrival, truncate=False)
-    vecs = normalize(e.vectors).astype(np.float32)
+    vecs = normalize(e.vectors).astype("<f4")   # base64: little-endian float32, as OpenAI
     tokens = sum(svc.encoder.count_tokens(texts))
     data = [{"object": "embedding", "index": i,
              "embedding": base64.b64encode(v.tobytes()).decode() if fmt == "base64" else v.tolist()}
@@ -135,7 +155,21 @@ async def handle_health(request: web.Request) -> web.Response:
     if svc.warm_error:
         return web.json_response({"status": "failed", "error": svc.warm_error, "error_type": "unhealthy"}, status=503)
     status = "warming" if not svc.ready else "unhealthy"
-    return web.json_response({"status": status, "error_type": "unhealthy"}, status=503)
+    return web.json_response({"status": status, "error": "unhealthy", "error_type": "unhealthy"}, status=503)
+
+
+async def handle_tokenize(request: web.Request) -> web.Response:
+    """TEI's ``/tokenize`` (the tokenizer only: no admission, no request counted)."""
+    svc: EmbeddingService = request.app[SERVICE_KEY]
+    try:
+        body = await _json_body(request)
+        if "inputs" not in body:
+            raise RequestError(422, "validation", "missing field `inputs`")
+        special = _flag(body, "add_special_tokens", True)
+        texts = svc.validate_texts(body["inputs"], "inputs")
+    except RequestError as exc:
+        return _error(exc)
+    return web.json_response(svc.tokenize(texts, special))
 
 
 async def handle_metrics(request: web.Request) -> web.Response:
@@ -144,7 +178,7 @@ async def handle_metrics(request: web.Request) -> web.Response:
 
 
 async def handle_info(request: web.Request) -> web.Response:
-    return web.json_response(request.app[SERVICE_KEY].info())
+    return web.json_response(request.app[SERVICE_KEY].tei_info())
 
 
 async def handle_admin(request: web.Request) -> web.Response:
@@ -170,8 +204,12 @@ def make_app(svc: EmbeddingService) -> web.Application:
         await svc.stop()
 
     app.cleanup_ctx.append(lifecycle)
+    app.router.add_post("/", handle_embed)           # TEI's default route of an embedding model
     app.router.add_post("/embed", handle_embed)
     app.router.add_post("/v1/embeddings", handle_openai)
+    app.router.add_post("/embeddings", handle_openai)
+    app.router.add_post("/tokenize", handle_tokenize)
+    app.router.add_get("/", handle_health)            # TEI's health on GET /
     app.router.add_get("/health", handle_health)
     app.router.add_get("/metrics", handle_metrics)
     app.router.add_get("/info", handle_info)

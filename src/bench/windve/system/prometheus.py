@@ -8,8 +8,9 @@ once in ``windve_request_count`` and once in either ``..._success`` or ``..._fai
 - ``windve_request_success_total{method}`` (``te_request_success``);
 - ``windve_request_failure_total{err,status}`` (``te_request_failure{err}``, with the HTTP status): ``err``
   is ``overloaded`` for a 429 (the queue manager said BUSY; counted here once, never as invalid),
-  ``validation`` for 400/413/422 (bad JSON, a text beyond the model's tokens, invalid input), ``unhealthy``
-  for 503 (not ready: still warming up), ``backend`` for 500;
+  ``validation`` for 400/413/422 (bad JSON or an empty input, a batch over the client limit or a text beyond
+  the model's tokens, a body of the wrong shape), ``unhealthy`` for 503 (not ready: still warming up),
+  ``backend`` for 424 (TEI's status of a failed inference) and 500;
 - ``windve_request_duration_seconds{device}`` (``te_request_duration``), ``..._queue_duration_seconds``
   (``te_request_queue_duration``: waiting for a batch), ``..._inference_duration_seconds``
   (``te_request_inference_duration``: the batch's compute), per device of accepted requests.
@@ -39,7 +40,7 @@ LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0,
 DISPATCH_BUCKETS = (1e-6, 5e-6, 1e-5, 5e-5, 1e-4, 5e-4, 1e-3, float("inf"))
 BATCH_BUCKETS = tuple(float(2 ** i) for i in range(13)) + (float("inf"),)   # TEI's: powers of two to 4096
 
-ERR_OF_STATUS = {429: "overloaded", 503: "unhealthy", 500: "backend"}     # any other 4xx: validation
+ERR_OF_STATUS = {429: "overloaded", 503: "unhealthy", 424: "backend", 500: "backend"}     # any other 4xx: validation
 
 
 class Metrics:
@@ -51,7 +52,7 @@ class Metrics:
         self.success = Counter("windve_request_success", "Embedding requests answered with embeddings", ["method"],
                                registry=r)
         self.failure = Counter("windve_request_failure", "Embedding requests answered with an error, once each: "
-                               "err=overloaded (429), validation (4xx), unhealthy (503), backend (500)",
+                               "err=overloaded (429), validation (4xx), unhealthy (503), backend (424, 500)",
                                ["err", "status"], registry=r)
         self.queue_size = Gauge("windve_queue_size", "Queries a device holds (waiting or computing)", ["device"], registry=r)
         self.queue_depth = Gauge("windve_queue_depth", "Configured queue depth C_max per device", ["device"], registry=r)

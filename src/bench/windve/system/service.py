@@ -225,6 +225,46 @@ class EmbeddingService:
                 "framework_cores": list(getattr(self, "pinned", ())),
                 "batch_delay_ms": self.cfg.batch_delay_ms, "max_client_batch_size": self.cfg.max_client_batch_size}
 
+    def tei_info(self) -> dict:
+        """``GET /info`` as text-embeddings-inference answers it (its ``Info`` fields), ours under ``windve``.
+
+        TEI's router parameters map onto the service's: ``max_concurrent_requests`` is the sum of the active
+        devices' depths C_max (what the queue manager admits at once); ``max_batch_requests`` the instances'
+        batch cap (null: a batch takes what its queue holds, at most its depth); ``max_batch_tokens`` that
+        many requests at ``max_input_length``; ``auto_truncate`` false (``truncate`` defaults to false, as
+        TEI's default); ``tokenization_workers`` the instances (each tokenises its own batches)."""
+        import importlib.metadata
+
+        try:
+            version = importlib.metadata.version("bench")
+        except importlib.metadata.PackageNotFoundError:  # pragma: no cover - run from a source tree
+            version = "unknown"
+        cap = self.cfg.max_batch or max(self.depths[d] for d in self.active)
+        model = self.encoder.model
+        return {"model_id": self.encoder.path, "model_sha": None,
+                "model_dtype": str(next(model.parameters()).dtype).replace("torch.", ""),
+                "model_type": {"embedding": {"pooling": "mean"}},
+                "max_concurrent_requests": sum(self.depths[d] for d in self.active),
+                "max_input_length": self.encoder.max_tokens, "max_batch_tokens": cap * self.encoder.max_tokens,
+                "max_batch_requests": self.cfg.max_batch, "max_client_batch_size": self.cfg.max_client_batch_size,
+                "auto_truncate": False, "tokenization_workers": len(self.instances),
+                "version": version, "sha": None, "docker_label": None,
+                "windve": self.info()}
+
+    def tokenize(self, texts: list[str], add_special_tokens: bool = True) -> list[list[dict]]:
+        """TEI's ``/tokenize``: per text, its tokens as ``{id, text, special, start, stop}`` (character
+        offsets into the text; a special token has no offsets and its own text)."""
+        tok = self.encoder.tokenizer
+        enc = tok(texts, add_special_tokens=add_special_tokens, truncation=False, return_offsets_mapping=True,
+                  return_special_tokens_mask=True)
+        out = []
+        for text, ids, offs, special in zip(texts, enc["input_ids"], enc["offset_mapping"],
+                                            enc["special_tokens_mask"]):
+            out.append([{"id": int(i), "text": tok.convert_ids_to_tokens(int(i)) if sp else text[a:b],
+                         "special": bool(sp), "start": None if sp else int(a), "stop": None if sp else int(b)}
+                        for i, (a, b), sp in zip(ids, offs, special)])
+        return out
+
     def device_names(self) -> dict[str, str]:
         """What each instance runs on: the CPU's model, the GPU's name, or the emulated pair."""
         from bench.core import devices
@@ -245,21 +285,24 @@ class EmbeddingService:
 
     # -- serving ------------------------------------------------------------------------------
     def validate_texts(self, texts, field: str) -> list[str]:
-        """Types, emptiness and the client batch limit (422); token lengths come after admission."""
+        """TEI's checks and status codes: a body of the wrong shape (not a string or a list of strings) 422,
+        an empty input or empty string 400 (``empty``), a batch over the client limit 413 (``validation``);
+        token lengths come after admission."""
         if isinstance(texts, str):
             texts = [texts]
         if not isinstance(texts, list):
             raise RequestError(422, "validation", f"`{field}` must be a string or a list of strings")
         if not texts:
-            raise RequestError(422, "validation", f"`{field}` cannot be empty")
-        if len(texts) > self.cfg.max_client_batch_size:
-            raise RequestError(422, "validation", f"batch size {len(texts)} > maximum allowed batch size "
-                                                  f"{self.cfg.max_client_batch_size}")
+            raise RequestError(400, "empty", f"`{field}` cannot be empty")
         for i, t in enumerate(texts):
             if not isinstance(t, str):
                 raise RequestError(422, "validation", f"`{field}[{i}]` must be a string, got {type(t).__name__}")
+        if len(texts) > self.cfg.max_client_batch_size:
+            raise RequestError(413, "validation", f"batch size {len(texts)} > maximum allowed batch size "
+                                                  f"{self.cfg.max_client_batch_size}")
+        for i, t in enumerate(texts):
             if not t:
-                raise RequestError(422, "validation", f"`{field}[{i}]` cannot be an empty string")
+                raise RequestError(400, "empty", f"`{field}[{i}]` cannot be empty")
         return texts
 
     def _check_lengths(self, texts: list[str]) -> None:
@@ -301,6 +344,10 @@ class EmbeddingService:
         self.metrics.queue_size.labels(dev).set(self.manager.length[dev])
         try:
             ans = await self.instances[dev].submit(texts, arrival, None if pred is None else pred.finish)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:   # noqa: BLE001 - TEI's answer to a failed inference: 424, error_type backend
+            raise RequestError(424, "backend", f"inference failed on {dev}: {type(exc).__name__}: {exc}") from exc
         finally:
             self.manager.release(dev, n)
             self.metrics.queue_size.labels(dev).set(self.manager.length[dev])
@@ -311,7 +358,8 @@ class EmbeddingService:
         if isinstance(inst, EmulatedAccelerator):
             self.metrics.overruns.labels(dev).set(inst.overruns)
         headers = {"x-device": dev, "x-source": inst.source, "x-queue-time": f"{ans.queue_s * 1e3:.3f}",
-                   "x-compute-time": f"{ans.compute_s * 1e3:.3f}", "x-batch-size": str(ans.batch_size),
+                   "x-compute-time": f"{ans.compute_s * 1e3:.3f}", "x-inference-time": f"{ans.compute_s * 1e3:.3f}",
+                   "x-batch-size": str(ans.batch_size),
                    "x-dispatch-us": f"{self.manager.last_decision_ns / 1e3:.2f}"}
         if pred is not None:
             headers["x-predicted-time"] = f"{pred.latency * 1e3:.3f}"
