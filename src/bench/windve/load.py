@@ -2,7 +2,9 @@
 awaited on /health, always stopped with its whole process group), one query over HTTP, the paper's
 closed loop (C queries sent at once, the next batch only when all have answered; the SLO is met when
 every query of the batch finished within it) with its per-round statistics, and one open-loop run
-(beyond the paper: requests sent at their intended times, :mod:`bench.serving.loadgen`)."""
+(beyond the paper: requests sent at their intended times, latency from them), by MLPerf LoadGen's Server
+scenario (:mod:`bench.serving.mlperf`, Poisson runs) or by our generator (:mod:`bench.serving.loadgen`,
+any schedule: the bursty runs, which LoadGen cannot express); each run records which generator ran."""
 from __future__ import annotations
 
 import asyncio
@@ -191,8 +193,8 @@ def all_answered(rows: list[dict]) -> bool:
 
 
 def request_rows(outs) -> list[dict]:
-    """One row per request of an open-loop run, from what :func:`loadgen.run_open_loop` already recorded
-    (nothing re-timed): its intended send time, when it was sent and answered (seconds from the run's
+    """One row per request of an open-loop run, from what the generator already recorded
+    (:func:`loadgen.run_open_loop`, or LoadGen's trace through :func:`mlperf.run_server`; nothing re-timed): its intended send time, when it was sent and answered (seconds from the run's
     start), latency from the intended send time, HTTP status (-1: no answer), the device that answered
     and whether it counted as answered."""
     rows = []
@@ -204,19 +206,41 @@ def request_rows(outs) -> list[dict]:
     return rows
 
 
-async def open_run(svc: ServiceProcess, sess, pool: list[str], schedule, slo: float) -> tuple[dict, list[dict]]:
-    """One open-loop run of ``schedule`` against the service: goodput and latency percentiles (from the
-    intended send times), the shares served by the accelerator, offloaded to the CPU, refused and lost,
-    and the CPU the service process and the load generator used; and the run's requests
-    (:func:`request_rows`)."""
+GENERATORS = ("loadgen", "ours")   # MLPerf LoadGen's Server scenario, or bench.serving.loadgen
+
+
+async def _send(call, schedule, timeout_s: float, generator: str, rate: float | None, seed: int | None,
+                slo: float):
+    """The run's outcomes and the generator's own columns: LoadGen draws its own Poisson arrivals at
+    ``rate`` for ``len(schedule)`` requests (seeded ``seed``); ours sends ``schedule`` as given."""
+    from bench.serving import loadgen, mlperf
+
+    ok = lambda r: r["status"] == 200   # noqa: E731
+    if generator == "loadgen":
+        if rate is None or seed is None:
+            raise ConfigError("the LoadGen generator needs the offered rate and a seed (Poisson runs only)")
+        run = await mlperf.run_server(call, rate, len(schedule), seed, timeout_s, ok=ok, target_latency_s=slo)
+        return run.outcomes, {"generator": "loadgen", **run.summary}
+    if generator != "ours":
+        raise ConfigError(f"open-loop generator must be one of {GENERATORS}, got {generator!r}")
+    return await loadgen.run_open_loop(schedule, call, timeout_s=timeout_s, ok=ok), {"generator": "ours"}
+
+
+async def open_run(svc: ServiceProcess, sess, pool: list[str], schedule, slo: float, generator: str = "ours",
+                   rate: float | None = None, seed: int | None = None) -> tuple[dict, list[dict]]:
+    """One open-loop run of ``schedule`` against the service, by ``generator`` (``loadgen``: LoadGen's Server
+    scenario at ``rate`` with as many requests, its own Poisson draw; ``ours``: the schedule as given):
+    goodput and latency percentiles (from the intended send times), the shares served by the accelerator,
+    offloaded to the CPU, refused and lost, the CPU the service process and the load generator used, which
+    generator ran (with LoadGen's own verdicts, ``mlperf_*``); and the run's requests (:func:`request_rows`)."""
     import psutil
 
     from bench.serving import loadgen
 
     proc = psutil.Process(svc.proc.pid)
     t0, meter = proc.cpu_times(), loadgen.CpuMeter().start()
-    outs = await loadgen.run_open_loop(schedule, lambda i: post_embed(sess, svc.url, pool[i % len(pool)]),
-                                       timeout_s=REQUEST_TIMEOUT_SLOS * slo, ok=lambda r: r["status"] == 200)
+    outs, gen_cols = await _send(lambda i: post_embed(sess, svc.url, pool[i % len(pool)]), schedule,
+                                 REQUEST_TIMEOUT_SLOS * slo, generator, rate, seed, slo)
     gen, t1 = meter.stop(), proc.cpu_times()
     duration = max(o.done_s for o in outs)
     ok = [o for o in outs if o.ok]
@@ -231,5 +255,6 @@ async def open_run(svc: ServiceProcess, sess, pool: list[str], schedule, slo: fl
            "late_sends_s": max(o.sent_s - o.intended_s for o in outs),
            "service_cpu_s": (t1.user + t1.system) - (t0.user + t0.system),
            "service_cores": ((t1.user + t1.system) - (t0.user + t0.system)) / gen["loadgen_wall_s"],
-           "machine_cores": psutil.cpu_count(), **{k: v for k, v in gen.items() if k != "loadgen_pid"}}
+           "machine_cores": psutil.cpu_count(), **{k: v for k, v in gen.items() if k != "loadgen_pid"},
+           **gen_cols}
     return row, request_rows(outs)

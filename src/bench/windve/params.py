@@ -24,6 +24,7 @@ class OpenLoop:
     burst_factor: float
     burst_s: float
     period_s: float
+    generator: str              # Poisson runs: loadgen (MLPerf LoadGen's Server scenario) | ours
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,9 @@
 3. CPU utilisation at those depths without and with offload (the paper: 8% -> 80%);
 4. the overload case: 3x the max concurrency at once (every answer an embedding or a 429), which also
    times the queue manager's decisions;
-5. beyond the paper: open-loop Poisson and bursty load (goodput, p50/p99, shares) without and with offload,
+5. beyond the paper: open-loop Poisson and bursty load (goodput, p50/p99, shares) without and with offload
+   (Poisson runs by MLPerf LoadGen's Server scenario unless ``windve.openloop.generator: ours``; bursty runs by
+   our generator; the ``generator`` column says which ran),
    one ``openloop`` row per run and one ``openloop_request`` row per request (intended send time, sent,
    answered, status, device: the bursty run stands for Figure 2's daily load curve).
 
@@ -54,7 +56,15 @@ METHOD = (
     "admission too): Poisson / bursty schedules at multiples of the "
     "accelerator-only capacity (max concurrency / SLO), latency from the intended send time, HDR percentiles, "
     "goodput = answers within the SLO per second; the load generator's own CPU recorded; each request also "
-    "recorded as it went (intended send, sent and answered times, status, device).")
+    "recorded as it went (intended send, sent and answered times, status, device). Poisson runs by {generator}; "
+    "bursty runs by our generator (bench.serving.loadgen: LoadGen's Server scenario has one fixed rate); the "
+    "generator column says which ran.")
+
+
+GENERATOR_WORDS = {"loadgen": "MLPerf LoadGen's Server scenario (mlcommons-loadgen: its Poisson arrivals, latency "
+                             "from its scheduled times; its own percentiles, validity and early stopping in mlperf_* "
+                             "columns)",
+                   "ours": "our open-loop generator (bench.serving.loadgen)"}
 
 
 def depth_cols(depths: dict[str, int]) -> dict[str, int]:
@@ -206,10 +216,11 @@ async def overhead(svc, sess, p: Params, pool, encoder) -> list[dict]:
     return rows
 
 
-async def _open(svc, sess, pool: list[str], sched, slo: float, tags: dict) -> list[dict]:
+async def _open(svc, sess, pool: list[str], sched, slo: float, tags: dict, generator: str = "ours",
+                rate: float | None = None, seed: int | None = None) -> list[dict]:
     """One open-loop run: its summary row (``openloop``) and one row per request (``openloop_request``:
     intended send time, sent, answered, status, device; Figure 2's stand-in reads them)."""
-    summ, reqs = await load.open_run(svc, sess, pool, sched, slo)
+    summ, reqs = await load.open_run(svc, sess, pool, sched, slo, generator, rate, seed)
     acc = tags["accelerator"]
     return [{"kind": "openloop", **tags, **summ}] + [
         {"kind": "openloop_request", **tags, **q, "source": source_of(q["device"]) if q["device"] else source_of(acc)}
@@ -236,8 +247,8 @@ async def openloop(svc, sess, p: Params, pool: list[str], final: dict, seed: int
             rate = f * capacity
             sched = loadgen.poisson_schedule(rate, max(1, int(rate * o.duration_s)), seed + j)
             tags = {**common, "config": config, "arrivals": "poisson", "load_factor": f, "offered_rps": rate}
-            rows += await _open(svc, sess, pool, sched, slo, tags)
-        rate = o.burst_load_factor * capacity
+            rows += await _open(svc, sess, pool, sched, slo, tags, o.generator, rate, seed + j)
+        rate = o.burst_load_factor * capacity   # bursty: our generator (LoadGen has one fixed rate)
         sched = loadgen.bursty_schedule(rate, max(1, int(rate * o.duration_s)), seed + 99,
                                         burst_factor=o.burst_factor, burst_s=o.burst_s, period_s=o.period_s)
         tags = {**common, "config": config, "arrivals": "bursty", "load_factor": o.burst_load_factor,
@@ -285,5 +296,6 @@ def serving(ctx: Context) -> Result:
     if acc == "emulated":
         prov["emulated_laws"] = {pr: vars(emulation.emulated_law(fit["alpha"], fit["beta"], pr)) for pr in p.pairs}
     method = METHOD.format(fine_tune_step=p.fine_tune_step, fine_tune_max_runs=p.fine_tune_max_runs, rounds=p.rounds,
-                           overload_factor=p.overload_factor, acc_words=accelerator_words(acc, info))
+                           overload_factor=p.overload_factor, acc_words=accelerator_words(acc, info),
+                           generator=GENERATOR_WORDS[p.openloop.generator])
     return Result(records=pd.DataFrame(rows), method=method, provenance=prov)
