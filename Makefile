@@ -20,7 +20,7 @@ export HF_DATASETS_OFFLINE ?= 1
 # the venv. So bytecode writing is on for make's commands even where the shell turns it off.
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: run test bench report venv clean-results asv-continuous asv-publish
+.PHONY: run test bench report venv clean-results asv-continuous asv-publish gpu-check
 
 venv: $(VENV)/.installed
 
@@ -50,6 +50,16 @@ asv-continuous: venv
 
 asv-publish: venv
 	cd benchmarks && HOME=$(CURDIR)/.cache/asv-home ../$(VENV)/bin/asv publish
+
+# Every GPU path on a lent CUDA host in one call (README "Checking the GPU paths on a lent CUDA host in one
+# call"); PARTS=env,tests,profile,targets reruns only the named parts. PARTS is checked first; then the venv
+# as for the other targets, except on an offline CUDA host that carries .offline-gpu/ and has no .venv,
+# where the script installs the pack into the host's python3.
+PARTS ?=
+gpu-check:
+	@$(PYTHON) scripts/gpu_check.py --check-parts --parts '$(PARTS)'
+	@if [ -x $(VENV)/bin/python ] || [ ! -f .offline-gpu/setup.sh ]; then $(MAKE) --no-print-directory venv; fi
+	$(PYTHON) scripts/gpu_check.py --parts '$(PARTS)' --venv $(VENV)
 
 clean-results:
 	rm -rf results/$(PROFILE) figures/$(PROFILE) reports/$(PROFILE)
