@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 
 from bench.core import records
+from bench.espn.system.eq4 import ESPN_BATCH
 
 BUILD = {"encoder": "hash", "text_source": "synthetic/msmarco-like", "dataset": "mm", "n_real": 4000,
          "n_filler": 24000, "n_docs": 28000, "table_bytes": 160_000_000, "ann_index_bytes": 14_000_000,
@@ -26,12 +27,19 @@ def _e2e(rng, emulated: str) -> pd.DataFrame:
                              "total_s": t, "encode_s": 0.001, "ann_s": 0.004, "prefetch_wait_s": 0.0,
                              "crit_read_s": t / 2, "rerank_s": t / 2 - 0.005, "status": "ok", "reason": "",
                              "source": "measured", "ssd": "native", "ssd_read_iops": np.nan,
-                             "cgroup_max_usage_bytes": 20e6 if b != "unlimited" else np.nan, "machine_busy": False})
+                             "cgroup_max_usage_bytes": 20e6 if b != "unlimited" else np.nan, "machine_busy": False,
+                             "budget_bound": b != "unlimited", "failcnt_pass": 5 if b != "unlimited" else np.nan,
+                             "disk_name": "vda", "disk_model": "no model reported (virtio_blk)",
+                             "disk_rotational": True, "disk_queue_depth": 256, "disk_qd1_iops": 27000.0,
+                             "disk_qd32_iops": 120000.0, "threads": f"threads of {k}"})
     for k in ("mmap", "direct", "direct_prefetch"):
-        base = {"backend": k, "budget": "0.50", "phase": "measured", "ssd": "emulated", "ssd_read_iops": 20000.0,
-                "machine_busy": False}
+        base = {"backend": k, "budget": "0.50", "phase": "measured", "ssd": "emulated", "ssd_read_iops": np.nan,
+                "ssd_emulation": "fuse-latency", "ssd_latency_us": 100.0, "ssd_threads": 32,
+                "ssd_qd1_iops": 4000.0, "ssd_qd32_iops": 60000.0, "machine_busy": False, "budget_bound": True,
+                "failcnt_pass": 7}
         if emulated != "ok":
-            rows.append({**base, "status": "not_run", "reason": "emulated SSD: not root", "source": "not_run"})
+            rows.append({**base, "status": "not_run", "reason": "emulated SSD: needs a tool we lack: not root",
+                         "source": "not_run"})
             continue
         for q in range(40):  # direct and direct+prefetch overlap widely: a ratio within noise
             t = {"mmap": 0.4, "direct": 0.05, "direct_prefetch": 0.05}[k] * rng.uniform(0.5, 1.5)
@@ -49,7 +57,7 @@ def _batch(rng) -> pd.DataFrame:
         for B in (1, 2, 4, 8, 16):
             for rep in range(4):
                 for meth, v in (("memory", 1e-4 * B), ("direct (GDS stand-in)", 8e-4 * B),
-                                ("ESPN (direct + prefetch)", 1.5e-4 * B * (1 + (B > 4) * 3))):
+                                (ESPN_BATCH, 1.5e-4 * B * (1 + (B > 4) * 3))):
                     acc = v * rng.lognormal(0, 0.1)
                     rows.append({"rerank": mode, "rerank_n": n, "batch": B, "repeat": rep,
                                  "phase": "warmup" if rep == 0 else "measured", "method": meth, "access_s": acc,
@@ -138,4 +146,4 @@ def write_all(folder, emulated: str = "ok") -> dict[str, list]:
 
 
 PARAMS_OVERRIDES = {"k": 100, "nprobe": 96, "partial_rerank": 64, "rerank_counts": [16, 64, 100],
-                    "iops_depths": [1, 32], "emulated_ssd": {"enabled": True, "read_iops": 20000}}
+                    "iops_depths": [1, 32], "emulated_ssd": {"enabled": True, "latencies_us": [100]}}

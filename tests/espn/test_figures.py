@@ -56,6 +56,11 @@ def test_emulated_ssd_rows_labelled_measured_and_apart(recs_ok):
     assert tab[tab.backend == _shared.BACKEND_NAMES["mmap"]]["0.50"].iloc[0] == pytest.approx(75, rel=0.1)
     cap = (folder / "tables45.caption.rst").read_text()
     assert "measured on an emulated SSD" in cap and "GDS" in cap
+    # the disk named, the emulated device's latency, parallelism and measured rates, each back end's threads
+    assert "disk vda" in cap and "rotational flag 1" in cap and "queue depth 256" in cap and "QD32 120,000" in cap
+    assert "+100 µs per read, 32 reads in flight" in cap and "QD1 4,000" in cap
+    assert "Threads:" in cap and "threads of mmap" in cap
+    assert "0.25: bound" in cap   # each budget says whether it bound
 
 
 def test_emulated_ssd_not_run_is_blank_with_its_reason(e2e_not_run):

@@ -97,3 +97,48 @@ def test_unavailable_says_what_to_install(monkeypatch):
     monkeypatch.setattr(os.path, "exists", lambda p: False if p == "/dev/fuse" else True)
     ok, why = fuse_ssd.available()
     assert not ok and "/dev/fuse" in why and "modprobe fuse" in why
+
+
+def test_budget_row_says_whether_it_bound():
+    """A pass whose failcnt rose, or whose cap reclaimed pages, bound; one with neither says it did not."""
+    from bench.espn.system import memory_budget as memory
+
+    bud = {"budget_frac": 0.5}
+    hit = memory.bound(bud, {"failcnt": 3, "workingset_refault_file": 10}, {"failcnt": 9, "workingset_refault_file": 10},
+                       "cgroup-v1", "mmap")
+    assert hit["budget_bound"] and hit["failcnt_pass"] == 6 and "bound: failcnt +6" in hit["budget_bound_reason"]
+    rec = memory.bound(bud, {"failcnt": 0, "pgsteal": 5}, {"failcnt": 0, "pgsteal": 50}, "cgroup-v2", "mmap")
+    assert rec["budget_bound"] and rec["reclaim_pass"] == 45 and rec["reclaim_counter"] == "pgsteal"
+    free = memory.bound(bud, {"failcnt": 2, "workingset_refault_file": 4}, {"failcnt": 2, "workingset_refault_file": 4},
+                        "cgroup-v1", "direct")
+    assert free["budget_bound"] is False and "did not bind" in free["budget_bound_reason"]
+    assert memory.bound(None, {}, {}, "cgroup-v1", "memory")["budget_bound"] is False
+    ev = memory.bound(bud, {}, {}, "fadvise-evict", "mmap", evictions=2)
+    assert ev["budget_bound"] and "2 eviction" in ev["budget_bound_reason"]
+
+
+def test_cap_holds_the_ann_index():
+    from bench.espn.system import memory_budget as memory
+
+    plan = memory.plan(1000, 300, frac=0.5, headroom_bytes=50)
+    assert memory.cap_bytes(plan) == 300 + 500 + 50
+
+
+def test_back_ends_run_in_an_order_of_each_process():
+    """Back ends are interleaved: a seeded order per process and configuration, not always the same."""
+    from bench.espn.worker import order
+
+    kinds = ["mmap", "direct", "direct_prefetch"]
+    orders = {tuple(order(kinds, 7, "0.50", p)) for p in range(8)}
+    assert len(orders) > 1 and all(sorted(o) == sorted(kinds) for o in orders)
+    assert order(kinds, 7, "0.50", 3) == order(kinds, 7, "0.50", 3)   # seeded
+
+
+def test_threads_named_per_back_end():
+    from bench.espn import STUDY
+    from bench.espn.worker import threads_of
+
+    p = STUDY.parameters({})
+    assert "page faults serial" in threads_of("mmap", p)
+    assert f"{p.io_depth} O_DIRECT preadv threads" in threads_of("direct", p)
+    assert "prefetch thread" in threads_of("direct_prefetch", p, "aio")

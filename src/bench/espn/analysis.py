@@ -17,11 +17,58 @@ def build_meta(df: pd.DataFrame) -> dict:
     return df.attrs.get("provenance", {}).get("build", {})
 
 
+def ssd_key(ssd, latency_us=None) -> str:
+    """The disk a row ran on, one key per device: ``native``, ``emulated`` (the IOPS cap) or
+    ``emulated+<latency>us`` (the latency-emulated SSD at that per-read latency)."""
+    if ssd != "emulated" or latency_us is None or latency_us != latency_us:
+        return "native" if ssd is None or ssd != ssd else str(ssd)
+    return f"emulated+{float(latency_us):g}us"
+
+
 def with_ssd(df: pd.DataFrame) -> pd.DataFrame:
-    """e2e rows with ``ssd`` filled (``native`` where the column or the value is missing) and ``process``
-    (which of the step's fresh processes measured the row; 0 where the step ran in one)."""
-    return df.assign(ssd=df["ssd"].fillna("native") if "ssd" in df else "native",
-                     process=df["process"] if "process" in df else 0)
+    """e2e rows with ``ssd`` filled (``native`` where the column or the value is missing; one key per
+    emulated device, :func:`ssd_key`) and ``process`` (which of the step's fresh processes measured the
+    row; 0 where the step ran in one)."""
+    ssd = df["ssd"].fillna("native") if "ssd" in df else pd.Series("native", index=df.index)
+    if "ssd_latency_us" in df:
+        ssd = pd.Series([ssd_key(a, b) for a, b in zip(ssd, df["ssd_latency_us"])], index=df.index)
+    return df.assign(ssd=ssd, process=df["process"] if "process" in df else 0)
+
+
+def emulated_keys(df: pd.DataFrame) -> list[str]:
+    """The emulated devices the rows ran on (keys of :func:`ssd_key`), slowest last."""
+    keys = [k for k in with_ssd(df).ssd.unique() if k != "native"]
+    return sorted(keys, key=lambda k: float(k.split("+")[1][:-2]) if "+" in k else -1.0)
+
+
+def ssd_words(df: pd.DataFrame, key: str) -> str:
+    """What a device key means, from its rows: the emulation, latency, parallelism and measured rates."""
+    d = with_ssd(df)
+    d = d[d.ssd == key]
+    if key == "native" or d.empty:
+        return "this machine's disk"
+    r = d.iloc[0]
+    if key.startswith("emulated+"):
+        rates = ""
+        if "ssd_qd1_iops" in d and r.get("ssd_qd1_iops") == r.get("ssd_qd1_iops") and r.get("ssd_qd1_iops"):
+            rates = f"; measured QD1 {r.ssd_qd1_iops:,.0f}, QD32 {r.ssd_qd32_iops:,.0f} 4 KiB IOPS"
+        return (f"emulated SSD: FUSE pass-through, +{float(r.ssd_latency_us):g} µs per read, "
+                f"{int(r.ssd_threads)} reads in flight{rates}")
+    iops = r.get("ssd_read_iops")
+    return "emulated SSD: read-IOPS cap" + (f" {int(iops):,}" if iops == iops and iops else "")
+
+
+def disk_words(df: pd.DataFrame) -> str:
+    """The disk named, from the e2e records' disk_* columns (or the provenance)."""
+    prov = df.attrs.get("provenance", {}).get("disk", {})
+    get = (lambda k: df[k].dropna().iloc[0] if k in df and df[k].notna().any() else prov.get(k))
+    if get("disk_name") is None:
+        return "disk not recorded"
+    rot = get("disk_rotational")
+    q1, q32 = get("disk_qd1_iops"), get("disk_qd32_iops")
+    rates = f"; measured QD1 {q1:,.0f}, QD32 {q32:,.0f} 4 KiB O_DIRECT IOPS" if q1 and q32 else ""
+    return (f"disk {get('disk_name')}: {get('disk_model')}, rotational flag {int(bool(rot)) if rot is not None else '?'}"
+            f" (as the OS reports it), queue depth {get('disk_queue_depth')}{rates}")
 
 
 def ok(df: pd.DataFrame) -> pd.DataFrame:

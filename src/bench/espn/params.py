@@ -21,9 +21,15 @@ class Index:
 
 @dataclass(frozen=True)
 class EmulatedSsd:
-    """Optional e2e configurations on an emulated slower SSD (a read-IOPS throttle on the table's disk)."""
+    """Optional e2e configurations on an emulated slower SSD: per-read latency on a FUSE pass-through
+    (queue depth kept) or a read-IOPS cap on the table's disk (only as a rated peak well above QD1)."""
 
     enabled: bool
+    kind: str
+    latencies_us: tuple[float, ...]
+    threads: int
+    max_readahead: int
+    qd_reads: int
     read_iops: int
     budgets: tuple[float, ...]
     backends: tuple[str, ...]
@@ -73,3 +79,5 @@ class Params:
     emulated_ssd: EmulatedSsd
     prefetch_engine: str
     prefetch_chunk: int
+    steady_tol: float
+    steady_max_passes: int

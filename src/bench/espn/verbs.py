@@ -14,7 +14,7 @@ def _worker(a: argparse.Namespace) -> None:
 
     p = typed.build(Params, a.params, "espn")   # the parent's validated section, as it passed it
     worker.run(a.build, p, a.budget, a.label, a.kinds.split(","), a.mechanism, a.threads, a.out,
-               blkio_iops=a.blkio_iops)
+               blkio_iops=a.blkio_iops, seed=a.seed, process=a.process, table_path=a.table_path, ssd=a.ssd)
 
 
 def verbs(s: argparse._SubParsersAction) -> None:
@@ -33,4 +33,8 @@ def verbs(s: argparse._SubParsersAction) -> None:
     w.add_argument("--blkio-iops", type=int, default=None,
                    help="emulated slower SSD: read-IOPS throttle on the table's disk, cgroup blkio (v1) or "
                         "io.max (v2)")
+    w.add_argument("--process", type=int, default=0, help="the step's process index (seeds the back ends' order)")
+    w.add_argument("--table-path", default=None,
+                   help="read the table from here (its copy on the latency-emulated SSD) instead of the build")
+    w.add_argument("--ssd", type=json_arg, default=None, help="the emulated device's record columns")
     w.set_defaults(func=_worker)

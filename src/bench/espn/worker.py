@@ -1,8 +1,16 @@
 """The ``e2e-worker`` internal verb (:mod:`bench.espn.verbs`), not a step: one end-to-end configuration of
 the ``e2e`` step (paper Tables 4/5, Figure 1) in its own process. Load the build, the
 encoder and the query texts, prime lazily allocated state, then join the memory cap (``cgroup-v1`` or
-``cgroup-v2``; and, for the emulated slower SSD, the read throttle: cgroup blkio (v1) or io.max (v2)) and
-time every query of each back end, cold at each run's start."""
+``cgroup-v2``; and, for the IOPS-capped slower SSD, the read throttle: cgroup blkio (v1) or io.max (v2))
+and load the ANN index again inside it, so the index is charged to the budget as the paper's cgroup
+charges the whole retrieval process. The table may be read through the latency-emulated SSD
+(``table_path`` on a FUSE mount the parent holds, :mod:`.system.fuse_ssd`).
+
+Each back end (in an order shuffled per process and configuration, so none always runs first) starts
+from a cold table, then runs warm-up passes over the measured queries until the table's page-cache share
+changes by at most ``steady_tol`` between passes (a steady state under the cap, as the paper's runs
+under a memory limiter; at most ``steady_max_passes``), then its measured passes. Every pass records the
+cap's failcnt and reclaim (memory.stat) counted over that pass, and whether the budget bound."""
 from __future__ import annotations
 
 import contextlib
@@ -16,7 +24,7 @@ from .params import Params
 from .steps import inputs
 from .system import backends, encoders, memory_budget as memory, slow_ssd
 from .system.maxsim import resolve_device
-from .system.pipeline import Retriever
+from .system.pipeline import PREFETCHER, Retriever
 
 
 @dataclasses.dataclass
@@ -33,9 +41,12 @@ class Setup:
     cap: memory.CgroupCap | None
     throttle: slow_ssd.BlkioThrottle | None
     bg_engine: str | None
+    table: str = ""          # the file the stores read (the build's table, or its copy on the emulated SSD)
+    ssd: dict = dataclasses.field(default_factory=dict)   # the emulated device's record columns
 
 
-def _setup(build_dir, params: Params, budget, label, mech, threads, blkio_iops) -> Setup:
+def _setup(build_dir, params: Params, budget, label, mech, threads, blkio_iops, table_path=None,
+           ssd=None) -> Setup:
     from ..core import measure
     from ..data import prepared
 
@@ -46,25 +57,42 @@ def _setup(build_dir, params: Params, budget, label, mech, threads, blkio_iops) 
     texts = prepared.load_text(b.meta["manifest"]).queries
     cap = None
     if budget is not None and memory.is_cgroup(mech):
-        cap = memory.CgroupCap(budget["budget_embedding_bytes"] + budget["headroom_bytes"])
+        cap = memory.CgroupCap(memory.cap_bytes(budget))
     throttle = slow_ssd.BlkioThrottle(b.table, blkio_iops) if blkio_iops else None
     return Setup(b, params, enc, texts, resolve_device(params.device), min(params.e2e_queries, len(b.qids)),
-                 label, budget, mech, cap, throttle, inputs.prefetch_engine(params))
+                 label, budget, mech, cap, throttle, inputs.prefetch_engine(params),
+                 str(table_path or b.table), dict(ssd or {}))
 
 
 def _open(s: Setup, kind: str):
     """The store and retriever of one back end (direct_prefetch: direct reads + the prefetcher)."""
     p = s.params
     pre = kind == "direct_prefetch"
-    store = backends.open_store("direct" if pre else kind, s.b.table, s.b.off, depth=p.io_depth,
+    store = backends.open_store("direct" if pre else kind, s.table, s.b.off, depth=p.io_depth,
                                 engine=p.io_engine, background_engine=s.bg_engine if pre else None)
     r = Retriever(s.b.index, store, p.k, min(p.nprobe, s.b.index.nlist), p.k,
                   p.prefetch_step if pre else None, s.device, p.bow_weight, p.prefetch_chunk)
     return store, r
 
 
+def threads_of(kind: str, p: Params, bg_engine: str | None = None) -> str:
+    """The threads a back end uses, in words (records and captions)."""
+    ms = f"1 MaxSim thread (torch intra-op {p.maxsim_threads})"
+    if kind == "memory":
+        return f"{ms}; no I/O"
+    if kind == "mmap":
+        return f"{ms}; page faults serial on that thread"
+    reads = f"{p.io_depth} O_DIRECT preadv threads ({backends.pick_engine(p.io_engine)})"
+    if kind == "direct":
+        return f"{ms} + {reads} on the critical path"
+    if kind == "direct_prefetch":
+        return (f"{ms} + {reads} for misses + 1 prefetch thread ({bg_engine or backends.pick_engine(p.io_engine)} "
+                "reads) + 1 early-rerank MaxSim thread")
+    return ms
+
+
 def _source(s: Setup) -> str:
-    if s.throttle is not None:
+    if s.throttle is not None or s.ssd:
         return "emulated"  # measured on an emulated slower SSD
     return "measured" if memory.is_cgroup(s.mech) or s.budget is None else "emulated"
 
@@ -78,46 +106,70 @@ def _row(s: Setup, kind, phase, rep, i, enc_s, res) -> dict:
             "hit_rate": res.hits / res.needed if pre else np.nan, "n_crit_reads": res.extra["n_crit_reads"],
             "n_prefetch_reads": res.extra["n_prefetch_reads"], "status": "ok", "reason": "",
             "source": _source(s), "mechanism": s.mech if s.budget else "none",
-            "ssd": "emulated" if s.throttle else "native",
+            "ssd": "emulated" if (s.throttle or s.ssd) else "native",
             "ssd_read_iops": float(s.throttle.iops) if s.throttle else np.nan,
+            **({"ssd_emulation": "iops-cap"} if s.throttle else {}), **s.ssd,
             "prefetch_engine": (s.bg_engine or backends.pick_engine(s.params.io_engine)) if pre else "",
+            "prefetcher": PREFETCHER if pre else "", "threads": threads_of(kind, s.params, s.bg_engine),
+            "ann_in_cap": s.cap is not None,
             "device": s.device, "encoder": s.b.meta["encoder"]}
 
 
 def _one_run(s: Setup, kind, store, r, phase, rep) -> tuple[list[dict], int]:
-    """Every query once (a warm-up pass: the first ``warmup_queries``), from a cold table; with
-    page-cache eviction as the budget, evict when over."""
+    """Every query once, the table as the previous pass left it; with page-cache eviction as the
+    budget, evict when over."""
     emb_budget = s.budget["budget_embedding_bytes"] if s.budget else None
     rows, evictions = [], 0
-    store.cold()
     if s.cap is not None:
         s.cap.reset_peak()
-    n = min(s.nq, s.params.warmup_queries or s.nq) if phase == "warmup" else s.nq
+    n = s.nq
     for i in range(n):
         t0 = time.perf_counter()
         c, t = s.enc.encode_queries([s.texts[i]])
         enc_s = time.perf_counter() - t0
         res = r.run(c, t)
         if emb_budget is not None and s.mech == "fadvise-evict" and kind != "memory":
-            if backends.resident_bytes(s.b.table) > emb_budget:
+            if backends.resident_bytes(s.table) > emb_budget:
                 store.cold()
                 evictions += 1
         rows.append(_row(s, kind, phase, rep, i, enc_s, res))
     return rows, evictions
 
 
+def _share(s: Setup) -> float:
+    """The table's page-cache share now (resident bytes over the table's size)."""
+    size = s.b.meta.get("table_bytes") or 1
+    return backends.resident_bytes(s.table) / size
+
+
+def _pass(s: Setup, kind, store, r, phase, rep, evictions) -> tuple[list[dict], int, float]:
+    before = memory.pressure(s.cap)
+    got, ev = _one_run(s, kind, store, r, phase, rep)
+    share = _share(s)
+    extra = {"resident_table_bytes": share * (s.b.meta.get("table_bytes") or 1), "page_cache_share": share,
+             "fadvise_evictions": evictions + ev, **(s.cap.stats() if s.cap is not None else {}),
+             **memory.bound(s.budget, before, memory.pressure(s.cap), s.mech, kind, evictions=ev)}
+    return [{**row, **extra} for row in got], evictions + ev, share
+
+
 def _measure(s: Setup, kind: str) -> list[dict]:
+    """Cold start, warm-up passes to a steady page-cache share, then the measured passes."""
     store, r = _open(s, kind)
-    rows, evictions = [], 0
-    for phase, reps in (("warmup", s.params.warmup), ("measured", s.params.repeats)):
-        for rep in range(reps):
-            got, ev = _one_run(s, kind, store, r, phase, rep)
-            evictions += ev
-            extra = {"resident_table_bytes": backends.resident_bytes(s.b.table), "fadvise_evictions": evictions,
-                     **(s.cap.stats() if s.cap is not None else {})}
-            rows += [{**row, **extra} for row in got]
+    store.cold()
+    rows, evictions, last, settled = [], 0, 0.0, False
+    p = s.params
+    n_warm = 0
+    while n_warm < max(p.warmup, 1) or (not settled and n_warm < max(p.steady_max_passes, p.warmup)):
+        got, evictions, share = _pass(s, kind, store, r, "warmup", n_warm, evictions)
+        settled = abs(share - last) <= p.steady_tol
+        last = share
+        rows += got
+        n_warm += 1
+    for rep in range(p.repeats):
+        got, evictions, share = _pass(s, kind, store, r, "measured", rep, evictions)
+        rows += got
     store.close()
-    return rows
+    return [{**row, "warmup_passes": n_warm, "steady_state": settled} for row in rows]
 
 
 def _prime(s: Setup, kinds) -> None:
@@ -130,18 +182,39 @@ def _prime(s: Setup, kinds) -> None:
         store.close()
 
 
-def run(build_dir, params: Params, budget, label, kinds, mech, threads, out, blkio_iops=None) -> None:
-    """The worker: rows of every back end in ``kinds`` under one budget, written to ``out`` (it draws
-    nothing at random; the seed is the parent's)."""
-    s = _setup(build_dir, params, budget, label, mech, threads, blkio_iops)
+def order(kinds, seed: int, label: str, process: int = 0) -> list[str]:
+    """The back ends in a seeded order of their own per process and configuration (no back end always
+    runs first, on a machine that warms or gets busier)."""
+    import zlib
+
+    rng = np.random.default_rng([int(seed), int(process), zlib.crc32(str(label).encode())])
+    return [kinds[i] for i in rng.permutation(len(kinds))]
+
+
+def _charge_index(s: Setup) -> None:
+    """Load the ANN index again inside the cap (the copy loaded outside is freed), so the budget is
+    charged with it, as the paper's cgroup is with the whole retrieval process."""
+    from .system import candidates
+
+    s.b.index = None
+    s.b.index = candidates.load(inputs.paths(s.b.dir)["ann"])
+
+
+def run(build_dir, params: Params, budget, label, kinds, mech, threads, out, blkio_iops=None, seed=0,
+        process=0, table_path=None, ssd=None) -> None:
+    """The worker: rows of every back end in ``kinds`` under one budget, written to ``out``, the back
+    ends in a seeded order (:func:`order`)."""
+    s = _setup(build_dir, params, budget, label, mech, threads, blkio_iops, table_path, ssd)
     if s.cap is not None:
         _prime(s, kinds)
     rows = []
+    kinds = order(list(kinds), seed, label, process)
     with contextlib.ExitStack() as stack:
         if s.cap is not None:
             stack.enter_context(s.cap)
+            _charge_index(s)
         if s.throttle is not None:
             stack.enter_context(s.throttle)
-        for k in kinds:
-            rows += _measure(s, k)
+        for pos, k in enumerate(kinds):
+            rows += [{**row, "run_order": pos} for row in _measure(s, k)]
     pd.DataFrame(rows).to_parquet(out)

@@ -15,12 +15,12 @@ from .. import analysis as A
 from ..system.eq4 import ESPN_BATCH
 
 BACKEND_NAMES = {"memory": "memory (fully cached)", "mmap": "mmap (MADV_RANDOM)", "direct": "direct I/O",
-                 "direct_prefetch": "direct I/O + prefetcher", "vm_swap": "virtual memory + swap",
+                 "direct_prefetch": "direct I/O + cut-concurrent prefetcher", "vm_swap": "virtual memory + swap",
                  "gds": "GDS (kvikio)"}
 # The paper's own series names (Tables 4/5): its direct reads are GPUDirect Storage.
 PAPER_NAMES = {"mmap": "mmap", "vm_swap": "virtual memory + swap", "direct": "ESPN (GDS)",
                "direct_prefetch": "ESPN (GDS + prefetcher)"}
-EMU = " (emulated SSD)"
+EMU = " @ "   # series of rows on an emulated SSD: "<back end> @ <device key>" (analysis.ssd_key)
 
 
 def fmt(v) -> str:
@@ -39,28 +39,41 @@ def table(df: pd.DataFrame, out_png) -> list[Path]:
     return [write_text(f"{stem}.csv", df.to_csv(index=False)), write_text(f"{stem}.md", "\n".join(lines) + "\n")]
 
 
-def emulated_ssd_label(name: str, iops) -> str:
-    """Rows run on the read-throttled disk (cgroup blkio v1 or io.max v2) were measured, on an emulated slower SSD."""
-    cap = f", {int(iops):,} read IOPS" if iops is not None and iops == iops else ""
-    return f"{name} [measured on an emulated SSD{cap}]"
+def emulated_ssd_label(name: str, key: str) -> str:
+    """Rows run on an emulated slower SSD were measured there, on that device (named by its key)."""
+    if key.startswith("emulated+"):
+        return f"{name} [measured on an emulated SSD, +{key.split('+')[1][:-2]} µs per read]"
+    return f"{name} [measured on an emulated SSD, read-IOPS cap]"
 
 
 def with_series(df: pd.DataFrame) -> pd.DataFrame:
-    """``series``: the back end, suffixed for rows run on the emulated slower SSD (read throttle), so
-    emulated rows are never drawn or tabulated as native ones."""
+    """``series``: the back end, with the device key for rows run on an emulated slower SSD, so
+    emulated rows are never drawn or tabulated as native ones (one series per device)."""
     df = A.with_ssd(df)
-    return df.assign(series=np.where(df.ssd == "emulated", df.backend + EMU, df.backend))
+    return df.assign(series=np.where(df.ssd != "native", df.backend + EMU + df.ssd, df.backend))
 
 
-def ssd_iops(df: pd.DataFrame):
-    v = df.loc[df.ssd == "emulated", "ssd_read_iops"].dropna() if "ssd_read_iops" in df else []
-    return float(v.iloc[0]) if len(v) else None
+def is_emu(series: str) -> bool:
+    return EMU in series
 
 
-def series_label(series: str, iops=None) -> str:
-    if series.endswith(EMU):
-        return emulated_ssd_label(BACKEND_NAMES.get(series[:-len(EMU)], series), iops)
+def kind_of(series: str) -> str:
+    return series.split(EMU)[0]
+
+
+def series_label(series: str, _=None) -> str:
+    if is_emu(series):
+        kind, key = series.split(EMU, 1)
+        return emulated_ssd_label(BACKEND_NAMES.get(kind, kind), key)
     return BACKEND_NAMES.get(series, series)
+
+
+def threads_words(df: pd.DataFrame) -> str:
+    """Each back end's threads, from the e2e records (column threads)."""
+    if "threads" not in df:
+        return ""
+    t = df.dropna(subset=["threads"]).groupby("backend").threads.first()
+    return "; ".join(f"{BACKEND_NAMES.get(k, k)}: {v}" for k, v in t.items() if v)
 
 
 @functools.lru_cache(maxsize=1)
@@ -89,6 +102,6 @@ def plain_log_y(ax) -> None:
     ax.yaxis.set_minor_formatter(NullFormatter())
 def batch_label(meth: str) -> str:
     if meth == ESPN_BATCH:
-        return f"{meth} [measured reads; prefetch budget emulated by a sleep]"
+        return f"{meth} [measured reads; serial-wait prefetcher; prefetch budget emulated by a sleep]"
     return meth
 

@@ -18,7 +18,7 @@ from . import _shared as S
 @figure("fig1", records=("e2e",), title="end-to-end latency breakdown")
 def fig1(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     df = S.with_series(data["e2e"])
-    m, iops = A.ok(df), S.ssd_iops(df)
+    m, iops = A.ok(df), None
     stages = ["encode_s", "ann_s", "prefetch_wait_s", "crit_read_s", "rerank_s"]
     g = m.groupby(["series", "budget"])[stages].mean().reset_index()
     g["label"] = [f"{S.series_label(s, iops)}, budget {b}" for s, b in zip(g.series, g.budget)]
@@ -37,12 +37,11 @@ def fig1(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     ax.set_ylabel("back end, budget = memory for embedding pages / table size")
     ax.set_title("Figure 1: end-to-end latency breakdown")
     plotting.legend_below(fig, ncol=5)
-    caption = ("End-to-end latency breakdown per back end and memory budget (means over measured queries; "
-               "cold page cache at the start of each run). The budget is the memory left for embedding pages as a "
-               "fraction of the table; at this profile's small table the page cache warms within a run, so a larger "
-               "budget need not be faster here (the effect the paper shows at 16.8 GB). Bars marked [measured on an emulated SSD] ran on "
-               "the same disk under a read-IOPS throttle (cgroup blkio (v1) or io.max (v2)). Paper Figure 1 "
-               "(ColBERTer, 18.8 GB index) is a plot without stated numbers, so no paper value is drawn.")
+    caption = ("End-to-end latency breakdown per back end and memory budget (means over measured queries, "
+               "in a steady state: each back end warms up from a cold table until the page cache's share settles). "
+               "The budget is the memory left for embedding pages as a fraction of the table; the cgroup cap also "
+               "holds the ANN index and a headroom. " + _devices(df) + " Threads: " + S.threads_words(df) + ". "
+               "Paper Figure 1 (ColBERTer, 18.8 GB index) is a plot without stated numbers, so no paper value is drawn.")
     return plotting.save(fig, out_png, caption) + S.table(g.drop(columns="label"), out_png)
 
 
@@ -56,16 +55,16 @@ def _thin(name: str, ms: pd.Series, total_ms: float) -> str:
 def _tables45_ours(ax, piv, iops):
     budgets = [c for c in piv.columns if c != "unlimited"]
     drawn = False
-    emu = [s for s in piv.index if s.endswith(S.EMU) and not piv.loc[s, budgets].isna().all()]
+    emu = [s for s in piv.index if S.is_emu(s) and not piv.loc[s, budgets].isna().all()]
     for s in piv.index:
         if s == "memory" or piv.loc[s, budgets].isna().all():
             continue
-        kind = s[:-len(S.EMU)] if s.endswith(S.EMU) else s
+        kind = S.kind_of(s)
         n = int(piv.loc[s, budgets].notna().sum())
         dx = (emu.index(s) - (len(emu) - 1) / 2) * 0.02 if s in emu else 0.0   # emulated points side by side
-        ax.plot([float(x) + dx for x in budgets], piv.loc[s, budgets], marker="D" if s.endswith(S.EMU) else "o",
+        ax.plot([float(x) + dx for x in budgets], piv.loc[s, budgets], marker="D" if S.is_emu(s) else "o",
                 color=S.backend_colors().get(kind), ms=7,
-                ls="none" if n == 1 else ("-." if s.endswith(S.EMU) else "-"), label=S.series_label(s, iops))
+                ls="none" if n == 1 else ("-." if S.is_emu(s) else "-"), label=S.series_label(s, iops))
         drawn = True
     if "unlimited" in piv.columns and "memory" in piv.index:
         ax.axhline(piv.loc["memory", "unlimited"], color=S.backend_colors()["memory"], ls=":",
@@ -104,14 +103,14 @@ def _tables45_paper(ax, table: int = 4):
 @figure("tables45", records=("e2e",), title="end-to-end latency per back end and memory budget")
 def tables45(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     df = S.with_series(data["e2e"])
-    iops = S.ssd_iops(df)
+    iops = None
     per = (A.ok(df).groupby(["series", "budget", "repeat"]).total_s.mean().groupby(["series", "budget"])
            .agg(["median", "min", "max"]).reset_index())
     piv = per.pivot(index="series", columns="budget", values="median") * 1e3
     nr = df[df.status != "ok"]
     fig, axes = plotting.start(3, w=5, h=4.6)
     _tables45_ours(axes[0], piv, iops)
-    emu_nr = nr[(nr.ssd == "emulated") & ~nr.series.isin(piv.index)]
+    emu_nr = nr[(nr.ssd != "native") & ~nr.series.isin(piv.index)]
     why = str(emu_nr.reason.iloc[0]).removeprefix("emulated SSD: ") if len(emu_nr) else ""
     axes[0].set_title(f"ours: {_scale(df)}" + (f"\nemulated SSD not run: {why}" if why else ""))
     for ax, table, title in ((axes[1], 4, "paper, Table 4: 16.8 GB BOW table, 8.8M passages"),
@@ -120,18 +119,39 @@ def tables45(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
         ax.set_title("\n".join([title, *oom]), fontsize="medium")
     plotting.legend_below(fig, ncol=3)
     caption = ("Tables 4/5: end-to-end query latency per back end and memory budget (median of per-run means; "
-               "spread in the CSV). Middle: the paper's Table 4 (its direct reads are GPUDirect Storage, GDS) with "
+               "spread in the CSV), each measured in a steady state under its cap (warm-up passes until the table's "
+               "page-cache share settles; the cap holds the ANN index, the embedding budget and a headroom; "
+               f"{_bound_words(df)}). Middle: the paper's Table 4 (its direct reads are GPUDirect Storage, GDS) with "
                "the memory limit expressed as the fraction of the BOW table left after the 4.3 GB ANN index; right: "
                "its Table 5 (MS MARCO v2) against the memory limit in GB as the paper gives it (the v2 ANN index "
-               "size is not stated, so no fraction); one colour per back end in every panel. Where our mmap gets "
-               "no faster with more memory, the page cache of this small table is already warm within a run "
-               "(the table is evicted only before each pass), unlike the paper's 16.8 GB table. Rows not run on this machine (e.g. virtual memory + swap "
-               "without swap) are blank with the reason in the table. Series marked [measured on an emulated SSD] "
-               "(diamonds, set side by side where they coincide) ran on the same disk under a read-IOPS throttle "
-               "(cgroup blkio (v1) or io.max (v2)). The paper's stars shrink series by series, so where two of its "
-               "back ends coincide (e.g. swap and the prefetcher at 1.53) the smaller star sits inside the larger.")
+               "size is not stated, so no fraction); one colour per back end in every panel. Rows not run on this "
+               "machine (e.g. virtual memory + swap without swap) are blank with the reason in the table. "
+               + _devices(df) + " Threads: " + S.threads_words(df) + ". The paper's stars shrink series by series, "
+               "so where two of its back ends coincide (e.g. swap and the prefetcher at 1.53) the smaller star sits "
+               "inside the larger.")
     return plotting.save(fig, out_png, caption) + S.table(_tables45_table(piv, nr, iops), out_png)
 
+
+
+def _devices(df: pd.DataFrame) -> str:
+    """The disk named, and each emulated SSD (diamonds, marked [measured on an emulated SSD])."""
+    words = f"Native rows: {A.disk_words(df)}."
+    for key in A.emulated_keys(df):
+        words += f" Series marked [measured on an emulated SSD, ...]: {A.ssd_words(df, key)}."
+    return words
+
+
+def _bound_words(df: pd.DataFrame) -> str:
+    """Per budget: whether it bound (failcnt or reclaim over the measured passes), from the records."""
+    if "budget_bound" not in df:
+        return "whether each budget bound is not recorded"
+    m = A.ok(A.with_ssd(df))
+    m = m[(m.budget != "unlimited") & (m.ssd == "native")]
+    parts = []
+    for bud, g in m.groupby("budget"):
+        fc = g.groupby(["backend", "process", "repeat"]).failcnt_pass.first().sum() if "failcnt_pass" in g else 0
+        parts.append(f"{bud}: {'bound' if g.budget_bound.any() else 'did not bind'} (failcnt +{int(fc)})")
+    return "budgets " + ", ".join(parts) if parts else "no budget rows"
 
 
 def _scale(df: pd.DataFrame) -> str:
@@ -153,9 +173,9 @@ def _tables45_table(piv: pd.DataFrame, nr: pd.DataFrame, iops) -> pd.DataFrame:
     t["note"] = t.series.map(lambda s: reasons.get(s, ""))
 
     def label(s):
-        if s in ran or not s.endswith(S.EMU):
+        if s in ran or not S.is_emu(s):
             return S.series_label(s, iops)
-        return f"{S.BACKEND_NAMES.get(s[:-len(S.EMU)], s)} [emulated SSD: not run]"
+        return f"{S.BACKEND_NAMES.get(S.kind_of(s), s)} [emulated SSD: not run]"
 
     t["series"] = t.series.map(label)
     t = t.rename(columns={"series": "backend"})

@@ -1,8 +1,11 @@
 """Tables 4/5 and Figure 1 (paper section 5.3): end-to-end query latency per back end and memory budget.
 Each configuration runs in its own worker process (``bench espn e2e-worker``, :mod:`bench.espn.worker`),
-which loads everything, then
-joins its memory cap (and, for the emulated slower SSD, a read-IOPS throttle: cgroup blkio (v1) or
-io.max (v2))."""
+which loads everything, then joins its memory cap (the ANN index loaded again inside it) and measures a
+steady state under it. The configurations, and the back ends inside each, run in a seeded order of
+their own per process of the step. The emulated slower SSD is a FUSE pass-through adding a per-read
+latency with the queue depth kept (:mod:`..system.fuse_ssd`; its QD1 and QD32 rates are measured on it),
+or a read-IOPS cap accepted only as a rated peak well above the disk's QD1 rate. The disk is named
+(model, rotational flag, queue depth, measured QD1 and QD32 rates) in records and provenance."""
 from __future__ import annotations
 
 import json
@@ -19,26 +22,35 @@ from ...core.params import as_dict
 from ...core.step import Context, Result
 from ...core.study import step
 from ..params import Params
-from ..system import backends, memory_budget as memory, slow_ssd
+from ..system import backends, fuse_ssd, memory_budget as memory, slow_ssd
 from ..system.backends import BackendUnavailable
+from ..system.pipeline import PREFETCHER, PREFETCHERS
+from ..worker import threads_of
 from . import inputs
 
 METHOD = ("End-to-end latency per query (wall clock): live query encoding, ANN (coarse + "
           "search_preassigned), prefetch wait, critical-path embedding reads, re-ranking. Each "
-          "configuration runs in its own process; memory budgets enforced by the mechanism in the "
-          "`mechanism` column; the table is evicted from the page cache (posix_fadvise DONTNEED, "
-          "MADV_DONTNEED for mmap) before each pass; {warmup} warm-up pass(es) of {wq} queries, then {repeats} "
-          "measured passes of {nq} queries in all, split over {procs} fresh process(es) of the step (column "
-          "process), each with its own workers and warm-up; warm-up rows reported apart (phase). "
-          "Rows with ssd = emulated were measured on an emulated slower SSD: the worker joined a cgroup "
-          "capping reads from the table's disk (cgroup blkio (v1) blkio.throttle.read_iops_device or "
-          "io.max (v2) riops, ssd_read_iops); their source is emulated and they are reported apart from "
-          "the native rows.")
+          "configuration runs in its own process, configurations and back ends in a seeded order of their "
+          "own per process (run_order); memory budgets enforced by the mechanism in the `mechanism` column, "
+          "the cgroup cap holding the ANN index (loaded again inside it) + the embedding budget + headroom. "
+          "Each back end starts from a cold table (posix_fadvise DONTNEED, MADV_DONTNEED for mmap), then "
+          "runs warm-up passes over the {nq} queries until the table's page-cache share changes by at most "
+          "{tol} between passes (a steady state under the cap; at most {maxp} passes; columns warmup_passes, "
+          "steady_state), then {repeats} measured passes in all, split over {procs} fresh process(es) of the "
+          "step (column process); warm-up rows reported apart (phase). Every pass records the cap's failcnt "
+          "and reclaim over the pass and whether the budget bound (budget_bound, budget_bound_reason). "
+          "Threads per back end: column threads. The direct_prefetch back end uses the cut-concurrent "
+          "prefetcher (column prefetcher). Rows with ssd = emulated were measured on an emulated slower SSD "
+          "(ssd_emulation: fuse-latency = a FUSE pass-through adding ssd_latency_us per read with ssd_threads "
+          "reads in flight, its measured ssd_qd1_iops and ssd_qd32_iops recorded; iops-cap = a cgroup read "
+          "throttle at ssd_read_iops); their source is emulated and they are reported apart from the "
+          "native rows. The disk: columns disk_* (model, rotational flag, queue depth, measured QD1 and "
+          "QD32 4 KiB O_DIRECT rates).")
 
 def _method(ctx: Context) -> str:
     p, procs = ctx.params, ctx.processes
-    return METHOD.format(warmup=p.warmup, wq=p.warmup_queries or p.e2e_queries, repeats=ctx.shared_total(p.repeats),
-                         nq=p.e2e_queries, procs=procs)
+    return METHOD.format(tol=p.steady_tol, maxp=max(p.steady_max_passes, p.warmup),
+                         repeats=ctx.shared_total(p.repeats), nq=p.e2e_queries, procs=procs)
 
 
 # glibc in every e2e worker: two arenas, and fixed (not self-adjusting) thresholds high enough that the
@@ -83,26 +95,82 @@ def _not_run(kinds, budgets, reason, mech, **tag) -> pd.DataFrame:
                          for b in budgets for k in kinds])
 
 
-def _emulated_ssd(ctx, b: inputs.Build, unavailable, mech) -> list[pd.DataFrame]:
-    """Optional extra configurations measured on an emulated slower SSD: the worker joins a cgroup whose
-    read-IOPS limit on the table's disk (cgroup blkio (v1) ``blkio.throttle.read_iops_device`` or io.max
-    (v2) ``riops``) caps its reads (as root).
-    Rows carry ``ssd = emulated`` and ``source = emulated``; where the throttle is unavailable they are
-    recorded as not run."""
+def _emulated_ssd(ctx, b: inputs.Build, unavailable, mech, disk: dict) -> list[pd.DataFrame]:
+    """Optional extra configurations measured on an emulated slower SSD (``kind``): ``latency``, the
+    table read through a FUSE pass-through that adds a per-read latency with ``threads`` reads in flight
+    (one device per latency, its QD1 and QD32 rates measured on it first); ``iops``, a cgroup read-IOPS
+    cap on the table's disk (checked against the disk's QD1 rate before anything runs).
+    Rows carry ``ssd = emulated`` and ``source = emulated``; where the means is unavailable they are
+    recorded as not run with what to install."""
     e = ctx.params.emulated_ssd
     if not e.enabled:
         return []
     budgets = _budgets(b, ctx.params, e.budgets)
     kinds = [k for k in e.backends if k not in unavailable]
+    if not kinds:
+        return []
+    if e.kind == "latency":
+        return _latency_ssd(ctx, b, budgets, kinds, mech)
     ok, why = slow_ssd.blkio_available(b.table, prepare=True)
-    tag = {"ssd": "emulated", "ssd_read_iops": e.read_iops}
+    tag = {"ssd": "emulated", "ssd_emulation": "iops-cap", "ssd_read_iops": e.read_iops}
     if not ok:
-        return [_not_run(list(e.backends), budgets, f"emulated SSD: {why}", mech, **tag)]
+        return [_not_run(list(e.backends), budgets, f"emulated SSD: needs a tool we lack: {why}", mech, **tag)]
     return [spawn_worker(ctx, f"{bud['budget_frac']:.2f}", bud, kinds, mech, blkio_iops=e.read_iops).assign(**tag)
-            for bud in budgets if kinds]
+            for bud in budgets]
 
 
-def spawn_worker(ctx: Context, label, budget, kinds, mech, blkio_iops: int | None = None) -> pd.DataFrame:
+def _latency_ssd(ctx, b: inputs.Build, budgets, kinds, mech) -> list[pd.DataFrame]:
+    e = ctx.params.emulated_ssd
+    ok, why = fuse_ssd.available()
+    frames = []
+    for lat in e.latencies_us:
+        tag = {"ssd": "emulated", "ssd_emulation": "fuse-latency", "ssd_latency_us": float(lat),
+               "ssd_threads": e.threads, "ssd_max_readahead": e.max_readahead}
+        if not ok:
+            frames.append(_not_run(kinds, budgets, f"emulated SSD: needs a tool we lack: {why}", mech, **tag))
+            continue
+        with fuse_ssd.LatencyDevice(b.dir, lat * 1e-6, threads=e.threads, max_readahead=e.max_readahead) as dev:
+            table = dev.path(b.table.name)
+            qd1 = fuse_ssd.measure_qd(table, 1, max(16, e.qd_reads // 4), seed=ctx.seed)
+            qd32 = fuse_ssd.measure_qd(table, 32, e.qd_reads, seed=ctx.seed + 1)
+            tag.update(ssd_qd1_iops=qd1["iops"], ssd_qd32_iops=qd32["iops"])
+            for bud in _ordered(budgets, ctx, f"ssd{lat}"):
+                frames.append(spawn_worker(ctx, f"{bud['budget_frac']:.2f}", bud, kinds, mech,
+                                           table_path=table, ssd=tag).assign(**tag))
+    return frames
+
+
+def _ordered(items: list, ctx: Context, what: str) -> list:
+    """``items`` in a seeded order of this process's own (configurations interleaved across processes)."""
+    import zlib
+
+    import numpy as np
+
+    rng = np.random.default_rng([int(ctx.seed), int(ctx.process), zlib.crc32(what.encode())])
+    return [items[i] for i in rng.permutation(len(items))]
+
+
+def disk(b: inputs.Build, seed: int) -> dict:
+    """The table's disk: what the OS reports and its measured QD1 and QD32 4 KiB O_DIRECT rates."""
+    info = slow_ssd.disk_info(b.table)
+    for qd, n in ((1, 1000), (32, 4000)):
+        try:
+            info[f"disk_qd{qd}_iops"] = backends.random_read_iops(b.table, n, qd, seed)[1]
+        except (OSError, BackendUnavailable):
+            info[f"disk_qd{qd}_iops"] = None
+    return info
+
+
+def _check_cap(params: Params, d: dict) -> None:
+    """An IOPS-capped slower SSD only at a rated peak well above the disk's QD1 rate (refused before
+    anything is measured)."""
+    e = params.emulated_ssd
+    if e.enabled and e.kind == "iops":
+        slow_ssd.check_rated_peak(e.read_iops, d.get("disk_qd1_iops") or float("nan"))
+
+
+def spawn_worker(ctx: Context, label, budget, kinds, mech, blkio_iops: int | None = None,
+                 table_path=None, ssd: dict | None = None) -> pd.DataFrame:
     """One configuration in its own process (``bench espn e2e-worker``); failure and OOM kills are rows."""
     with tempfile.TemporaryDirectory(prefix="espn-worker-") as td:
         outp = Path(td) / "rows.parquet"
@@ -111,9 +179,11 @@ def spawn_worker(ctx: Context, label, budget, kinds, mech, blkio_iops: int | Non
         cmd = [sys.executable, "-m", "bench", "espn", "e2e-worker", "--build", str(ctx.input("build")),
                "--params", json.dumps(section), "--budget", json.dumps(budget), "--label", label,
                "--kinds", ",".join(kinds), "--mechanism", mech, "--seed", str(ctx.seed),
-               "--threads", str(ctx.threads), "--out", str(outp)]
+               "--threads", str(ctx.threads), "--out", str(outp), "--process", str(ctx.process)]
         if blkio_iops:
             cmd += ["--blkio-iops", str(int(blkio_iops))]
+        if table_path:
+            cmd += ["--table-path", str(table_path), "--ssd", json.dumps(ssd or {})]
         with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               env={**os.environ, **MALLOC_ENV}) as worker:
             _, stderr = worker.communicate()
@@ -134,21 +204,27 @@ def e2e(ctx: Context) -> Result:
     manifest the build names)."""
     b = inputs.start(ctx)
     params = ctx.params
+    d = disk(b, ctx.seed)
+    _check_cap(params, d)
     stale = memory.remove_worker_cgroups()  # bench-* cgroups left by killed runs
     budgets = _budgets(b, params, params.memory_budgets, params.memory_budgets_mib)
     mech, ok, why = _mechanism(params)
     unavailable = _unavailable()
     kinds = [k for k in params.backends if k not in unavailable]
     configs = [("unlimited", None, ["memory"])] + [(f"{x['budget_frac']:.2f}", x, kinds) for x in budgets]
-    frames = [spawn_worker(ctx, label, x, ks, mech) for label, x, ks in configs if ks]
-    frames += _emulated_ssd(ctx, b, unavailable, mech)
+    frames = [spawn_worker(ctx, label, x, ks, mech) for label, x, ks in _ordered(configs, ctx, "native") if ks]
+    frames += _emulated_ssd(ctx, b, unavailable, mech, d)
     for k in dict.fromkeys([*params.backends, *params.report_not_run]):
         if k in unavailable:
             frames.append(_not_run([k], budgets, unavailable[k], mech))
     df = pd.concat(frames, ignore_index=True)
     df["ssd"] = df["ssd"].fillna("native") if "ssd" in df else "native"
+    df = df.assign(**{k: v for k, v in d.items() if k.startswith("disk_")})
     m = df[(df.phase == "measured") & (df.status == "ok")]
     summ = records.summarize_runs(m, ["ssd", "backend", "budget"], "total_s") if len(m) else None
     prov = inputs.provenance(b, budget_mechanism=mech, cgroup_unavailable_reason=None if ok else why,
-                             worker_env=MALLOC_ENV, stale_cgroups_removed=[str(p) for p in stale])
+                             worker_env=MALLOC_ENV, stale_cgroups_removed=[str(p) for p in stale], disk=d,
+                             prefetcher={"name": PREFETCHER, "what": PREFETCHERS[PREFETCHER]},
+                             threads={k: threads_of(k, params, inputs.prefetch_engine(params))
+                                      for k in ["memory", *params.backends] if k not in unavailable})
     return Result(records=df, summary=summ, method=_method(ctx), provenance=prov, **inputs.result_ids(b))

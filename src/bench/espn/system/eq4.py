@@ -4,7 +4,9 @@ beside (the first batch where ESPN's critical-path access exceeds 1.5x memory's)
 records are :func:`bench.espn.analysis.eq4_table`."""
 from __future__ import annotations
 
-ESPN_BATCH = "ESPN (direct + prefetch)"   # the batch simulation's ESPN series (Figures 8-10)
+ESPN_BATCH = "ESPN (direct + serial-wait prefetch)"   # the batch simulation's ESPN series (Figures 8-10):
+# its prefetcher is the paper's serial one (the critical path waits for the whole prefetch), not the e2e
+# pipeline's cut-concurrent one (bench.espn.system.pipeline.PREFETCHERS)
 KNEE_FACTOR = 1.5   # the knee: the first batch where ESPN's critical access exceeds 1.5x memory's
 
 

@@ -6,9 +6,12 @@ Mechanisms, best first (each record names the one that enforced its budget):
 - ``cgroup-v1`` / ``cgroup-v2``: as root with a cgroup memory controller (either hierarchy, see
   :mod:`bench.core.cgroups`), the measuring process moves itself into a child cgroup whose
   ``memory.limit_in_bytes`` (v1) or ``memory.max`` (v2) covers the page cache too (unlike the paper's
-  setup, which needed an mlock'd balloon beside the cgroup). The process loads the ANN index, encoder
-  and queries *before* joining, so the cap is the memory for embedding pages plus a small headroom for
-  per-query buffers (recorded). Both are measured budgets.
+  setup, which needed an mlock'd balloon beside the cgroup). The cap is the ANN index plus the
+  embedding pages plus a small headroom for per-query buffers (:func:`cap_bytes`); the worker loads the
+  ANN index again after joining, so the index is charged to the cap as the paper's cgroup charges the
+  whole retrieval process (the encoder and queries, loaded before, are not). Both are measured budgets.
+  Each pass records the cap's failcnt and reclaim over the pass (:func:`pressure`) and whether the
+  budget bound (:func:`bound`).
 - ``fadvise-evict``: elsewhere, the table's resident size is checked after every query (``mincore``)
   and the table is evicted from the page cache (``posix_fadvise(DONTNEED)``) when it exceeds the budget.
   This is an emulation (coarser than the kernel's LRU) and is labelled so.
@@ -68,6 +71,58 @@ def plan(table_bytes: int, ann_bytes: int, frac: float | None = None, total_byte
     return {"budget_total_bytes": int(total_bytes), "budget_embedding_bytes": int(emb),
             "budget_frac": emb / table_bytes if table_bytes else float("nan"),
             "ann_index_bytes": int(ann_bytes), "headroom_bytes": int(headroom_bytes)}
+
+
+def cap_bytes(budget: dict) -> int:
+    """The cgroup limit of a budget: ANN index + embedding pages + headroom (``budget_total_bytes``)."""
+    return int(budget.get("budget_total_bytes") or
+               budget["ann_index_bytes"] + budget["budget_embedding_bytes"] + budget["headroom_bytes"])
+
+
+# memory.stat's reclaim counter: v2 pgsteal (pages reclaimed); v1 has none, so its file refaults
+# (pages reclaimed from the group and read back) stand for it (pgpgout also counts plain frees)
+_RECLAIM = ("pgsteal", "workingset_refault_file")
+
+
+def pressure(cap) -> dict:
+    """Counters of the cap now: failcnt (v1 memory.failcnt / v2 memory.events max), memory.events
+    high/max/oom (v2), and memory.stat's pgmajfault and reclaim counters; {} without a cap."""
+    if cap is None:
+        return {}
+    out = {"failcnt": cap.stats().get("cgroup_failcnt")}
+    st = cgroups.keyed(cap.path / "memory.stat")
+    for k in ("pgmajfault", "pgpgout", *_RECLAIM):
+        if k in st:
+            out[k] = st[k]
+    if cap.version == "v2":
+        ev = cgroups.keyed(cap.path / "memory.events")
+        out.update({f"events_{k}": ev.get(k) for k in ("high", "max", "oom")})
+    return out
+
+
+def bound(budget: dict | None, before: dict, after: dict, mech: str, kind: str, evictions: int = 0) -> dict:
+    """Whether the budget bound during one pass: the cap was hit (failcnt rose) or reclaimed pages
+    (memory.stat), or, for the fadvise emulation, the table was evicted. Columns ``failcnt_pass``,
+    ``reclaim_pass`` (pages), ``pgmajfault_pass``, ``budget_bound`` and ``budget_bound_reason``."""
+    if budget is None:
+        return {"budget_bound": False, "budget_bound_reason": "no budget (unlimited)"}
+    if not is_cgroup(mech):
+        b = evictions > 0
+        return {"budget_bound": b, "budget_bound_reason": f"fadvise-evict: {evictions} eviction(s) this pass"}
+
+    def d(k):
+        a, b = after.get(k), before.get(k)
+        return None if a is None or b is None else int(a) - int(b)
+
+    fail = d("failcnt")
+    counter = next((k for k in _RECLAIM if d(k) is not None), None)
+    reclaim = (d(counter) or 0) if counter else 0
+    out = {"failcnt_pass": fail, "reclaim_pass": reclaim, "reclaim_counter": counter or "",
+           "pgmajfault_pass": d("pgmajfault")}
+    hit = bool((fail or 0) > 0 or reclaim > 0)
+    why = (f"bound: failcnt +{fail or 0}, {counter} +{reclaim} this pass" if hit else
+           f"did not bind: failcnt +{fail or 0} and nothing reclaimed this pass ({kind} stayed under the cap)")
+    return {**out, "budget_bound": hit, "budget_bound_reason": why}
 
 
 class CgroupCap(cgroups.MemoryCap):

@@ -110,3 +110,34 @@ class BlkioThrottle(cgroups.ChildCgroup):
                     if self.version == "v2" else parts[1]
                 return int(val) if val and val.isdigit() else None
         return None
+
+
+def _sys(path: Path) -> str | None:
+    try:
+        return path.read_text().strip() or None
+    except OSError:
+        return None
+
+
+def disk_info(path: str | os.PathLike) -> dict:
+    """The disk holding ``path`` as the OS reports it: name, model (or the driver and ids where the disk
+    reports none, as virtio disks do), rotational flag, queue depth (``nr_requests``; hardware queues and
+    tags per queue). Values the OS does not give are None."""
+    try:
+        dev = block_device_of(path)
+    except (OSError, BudgetError) as exc:
+        return {"disk_name": None, "disk_model": None, "disk_note": str(exc)}
+    sysd = (Path("/sys/dev/block") / dev).resolve()
+    q, d = sysd / "queue", sysd / "device"
+    driver = os.path.basename(os.path.realpath(d / "driver")) if (d / "driver").exists() else None
+    model = _sys(d / "model")
+    if model is None:
+        ids = ", ".join(f"{k} {v}" for k, v in (("vendor", _sys(d / "vendor")), ("device", _sys(d / "device"))) if v)
+        model = f"no model reported ({driver or 'unknown driver'}{'; ' + ids if ids else ''})"
+    mq = sorted((sysd / "mq").glob("*/nr_tags")) if (sysd / "mq").exists() else []
+    rot = _sys(q / "rotational")
+    nr = _sys(q / "nr_requests")
+    return {"disk_name": sysd.name, "disk_model": model, "disk_driver": driver, "disk_serial": _sys(sysd / "serial"),
+            "disk_rotational": None if rot is None else rot == "1",
+            "disk_queue_depth": int(nr) if nr and nr.isdigit() else None,
+            "disk_hw_queues": len(mq) or None, "disk_tags_per_queue": int(_sys(mq[0]) or 0) or None if mq else None}
