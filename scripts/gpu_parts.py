@@ -288,7 +288,7 @@ def profile_part(args) -> dict:
 # cores, and shrunk without CUDA (2 cores)
 TARGET_BUDGET_CUDA = {"trinity-engine": 35, "trinity-build": 35, "chameleon": 30, "windve": 15, "loaders": 20,
                       "espn": 5}
-TARGET_BUDGET_CPU = {"trinity-engine": 12, "trinity-build": 8, "chameleon": 12, "windve": 15, "loaders": 25,
+TARGET_BUDGET_CPU = {"trinity-engine": 15, "trinity-build": 8, "chameleon": 15, "windve": 5, "loaders": 5,
                      "espn": 6}
 
 

@@ -16,7 +16,9 @@ same machine, by calling the studies' own code:
 
 GPU work is timed with CUDA synchronised around wall clocks (the studies' ``measure.Timer``) or CUDA
 events, warm-up runs excluded, the median of the repeats reported. Without CUDA every GPU row is
-"not run: no CUDA" and the anchors run at small sizes, so the code stays exercised between GPU runs.
+"not run: no CUDA" and the cheap anchors (Trinity, Chameleon, ESPN) run at small sizes, so the code stays
+exercised between GPU runs; ``GPU_CHECK_STANDIN=cpu`` runs the GPU branches on the CPU (tests), labelled
+"stand-in", never a GPU measurement.
 ``plan`` sizes each target to the GPU's memory (shrunk or skipped, with the reason).
 
 Run one target per process: ``python scripts/gpu_targets.py <target> --out rows.json [--plan plan.json]``.
@@ -34,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-TARGETS = ("trinity-engine", "trinity-build", "chameleon", "windve", "loaders", "espn")
+TARGETS = ("trinity-engine", "trinity-build", "chameleon", "espn", "windve", "loaders")   # run in this order
 NO_CUDA = "not run: no CUDA"
 GIB = 1 << 30
 D = 128          # SIFT-like vectors
@@ -223,7 +225,7 @@ def trinity_engine(p: dict, device: str | None, cores: int) -> list[dict]:
     from bench.trinity.system import graph as G
 
     T, n = "Trinity engine", p.get("n")
-    cuda = device is not None
+    gpu, cuda = device is not None, bool(device and device.startswith("cuda"))   # cuda: False for the stand-in
     if n is None:
         return [not_run(T, "q/s at recall@10 >= 0.95", p["skip"], "exact brute force, same GPU")]
     nq = 4096 if cuda else 256
@@ -243,25 +245,26 @@ def trinity_engine(p: dict, device: str | None, cores: int) -> list[dict]:
     build_s = time.perf_counter() - t0
     h_build, h_curve = hnsw(x, q, gt, cores)
     h = _first(h_curve)
-    rows = [row(T, "graph build s (GPU) vs faiss HNSW build s (all cores)", build_s if cuda else None,
+    rows = [row(T, "graph build s (GPU) vs faiss HNSW build s (all cores)", build_s if gpu else None,
                 f"faiss HNSW M=16 efC=40, {cores} cores", h_build, unit="s", size=f"N={n:,}",
-                status="measured" if cuda else "not run", why="" if cuda else NO_CUDA, note=G.build_method(n, G.GraphParams(), dev))]
+                status="measured" if gpu else "not run", why="" if gpu else NO_CUDA, note=G.build_method(n, G.GraphParams(), dev))]
     h_note = f"HNSW reached recall {h['recall']:.3f} at efSearch {h['ef']}" if h else \
         f"HNSW never reached recall {RECALL} (best {max(c['recall'] for c in h_curve):.3f})"
-    if not cuda:
+    if not gpu:
         rows += [not_run(T, "q/s at recall@10 >= 0.95 vs exact brute force (same GPU)", NO_CUDA,
                          "exact brute force, CPU (stand-in anchor)", ex_qps, goal=">= 2x", unit="q/s", size=size),
                  not_run(T, "q/s at recall@10 >= 0.95 vs faiss HNSW (all cores)", NO_CUDA,
                          f"faiss HNSW, {cores} cores", h["qps"] if h else None, unit="q/s", size=size, note=h_note)]
         return rows
-    curve = engine_curve(x, graph, q, gt, dev, capacity=1024, chunk=4096)
+    cap = 1024 if cuda else 64
+    curve = engine_curve(x, graph, q, gt, dev, capacity=cap, chunk=4096)
     e = _first(curve)
     mode = f"engine {curve[-1]['mode']}" + (f" ({curve[-1]['why_eager']})" if curve[-1]["why_eager"] else "")
     if e is None:
         why = f"the engine never reached recall@10 {RECALL} (best {max(c['recall'] for c in curve):.3f} at top-M {curve[-1]['top_m']})"
         return rows + [not_run(T, "q/s at recall@10 >= 0.95 vs exact brute force (same GPU)", why,
                                "exact brute force, same GPU", ex_qps, unit="q/s", size=size, note=mode)]
-    note = f"top-M {e['top_m']}, recall {e['recall']:.3f}; {mode}; capacity 1024"
+    note = f"top-M {e['top_m']}, recall {e['recall']:.3f}; {mode}; capacity {cap}"
     return rows + [row(T, "q/s at recall@10 >= 0.95 vs exact brute force (same GPU)", e["qps"],
                        "exact brute force, same GPU", ex_qps, goal=">= 2x", unit="q/s", size=size, note=note),
                    row(T, "q/s at recall@10 >= 0.95 vs faiss HNSW (all cores)", e["qps"], f"faiss HNSW, {cores} cores",
@@ -299,11 +302,14 @@ def trinity_build(p: dict, device: str | None, cores: int) -> list[dict]:
     set_threads(cores)
     dev = device or "cpu"
     if device is not None:
-        G.build_graph(x[:20_000], G.GraphParams(), SEED, dev)
-        torch.cuda.synchronize()
+        cuda = device.startswith("cuda")
+        G.build_graph(x[:min(n // 2, 20_000)], G.GraphParams(), SEED, dev)
+        if cuda:
+            torch.cuda.synchronize()
         t0 = time.perf_counter()
         G.build_graph(x, G.GraphParams(), SEED, dev)
-        torch.cuda.synchronize()
+        if cuda:
+            torch.cuda.synchronize()
         build_s = time.perf_counter() - t0
     import faiss
 
@@ -323,11 +329,17 @@ def trinity_build(p: dict, device: str | None, cores: int) -> list[dict]:
 
 # ----------------------------------------------------------------------------- Chameleon
 
-def copy_bandwidth(gib: float = 2.0, repeats: int = 10) -> float:
+def copy_bandwidth(gib: float = 2.0, repeats: int = 10, device: str = "cuda") -> float:
     """The GPU's memory bandwidth: a device-to-device copy of ``gib`` GiB timed with CUDA events, bytes read
     plus written, median of ``repeats`` after two warm-ups."""
     import torch
 
+    if not device.startswith("cuda"):   # the stand-in: a host copy timed with a wall clock
+        n = (64 << 20) // 4
+        a = torch.rand(n)
+        b = torch.empty_like(a)
+        s, _ = median_time(lambda: b.copy_(a), repeats, 1, False)
+        return 2 * n * 4 / s
     n = int(gib * GIB) // 4
     a = torch.empty(n, dtype=torch.float32, device="cuda").uniform_()
     b = torch.empty_like(a)
@@ -355,7 +367,7 @@ def chameleon(p: dict, device: str | None, cores: int) -> list[dict]:
     if n is None:
         return [not_run(T, "gpu scan q/s vs exact brute force (same GPU)", p["skip"])]
     nq, k, nprobe = 1024, 100, 32
-    cuda = device is not None
+    gpu, cuda = device is not None, bool(device and device.startswith("cuda"))   # cuda: False for the stand-in
     x, q = sift(n, nq)
     set_threads(cores)
     nlist = max(64, int(round(math.sqrt(n))))
@@ -373,26 +385,26 @@ def chameleon(p: dict, device: str | None, cores: int) -> list[dict]:
                                                                         "backend": getattr(cfg, "backend", name)}
     cpu_s, cpu_I, _ = timed("cpu")
     rows = []
-    if not cuda:
+    if not gpu:
         rows.append(not_run(T, "gpu scan q/s vs exact brute force (same GPU)", NO_CUDA, goal=">= 3x", unit="q/s",
                             size=size))
         rows.append(not_run(T, "gpu probed-code bytes/s as a share of GPU copy bandwidth", NO_CUDA, size=size))
         rows.append(not_run(T, "cpu-gpu q/s vs cpu q/s (host)", NO_CUDA, "cpu (faiss, all cores)", nq / cpu_s,
                             goal="paper 0.91-1.42x", unit="q/s", size=size))
         return rows
-    gpu_s, gpu_I, parts = timed("gpu")
-    ex_s, ex_I, _ = timed("exact-cuda", base=x)
+    gpu_s, gpu_I, parts = timed("gpu" if cuda else "torch-cpu")
+    ex_s, ex_I, _ = timed("exact-cuda" if cuda else "exact-cpu", base=x)
     rec = recall_at(gpu_I, ex_I, k)
     rows.append(row(T, "gpu scan q/s vs exact brute force (same GPU)", nq / gpu_s, "exact brute force, same GPU",
                     nq / ex_s, goal=">= 3x", unit="q/s", size=size,
                     note=f"backend {parts.get('backend')}; recall@{k} against exact {rec:.3f}"))
-    _, lists = index.quantizer.search(q, nprobe)
+    _, lists = pqscan.ivfpq_of(index).quantizer.search(q, nprobe)
     probed = float(pqscan.list_sizes(index)[lists].sum()) * 16     # bytes of m-byte codes read
-    bw = copy_bandwidth()
+    bw = copy_bandwidth(device=device)
     rows.append(row(T, "gpu probed-code bytes/s as a share of GPU copy bandwidth", probed / gpu_s,
                     "device-to-device copy bandwidth (read + write)", bw, unit="B/s", size=size,
                     note=f"{probed / 1e9:.2f} GB of codes per batch; bandwidth {bw / 1e12:.2f} TB/s"))
-    cg_s, _, cparts = timed("cpu-gpu")
+    cg_s, _, cparts = timed("cpu-gpu" if cuda else "cpu")
     rows.append(row(T, "cpu-gpu q/s vs cpu q/s (host)", nq / cg_s, f"cpu (faiss, {cores} cores)", nq / cpu_s,
                     goal="paper 0.91-1.42x", unit="q/s", size=size,
                     note=f"coarse on the GPU {cparts.get('coarse_s', float('nan')) * 1e3:.1f} ms of the batch"))
@@ -413,12 +425,12 @@ def _latency(enc, texts: list[str], c: int, repeats: int = 3) -> float:
     return statistics.median(ts)
 
 
-def _depth(enc, texts, levels, slo: float) -> tuple[int, str]:
+def _depth(enc, texts, levels, slo: float, name: str) -> tuple[int, str]:
     from bench.windve.system import estimator
 
     f = estimator.fit(levels, [_latency(enc, texts, c) for c in levels])
     try:
-        return estimator.predict_depth(f, slo), f"t = {f.alpha * 1e3:.2f} ms x C + {f.beta * 1e3:.1f} ms"
+        return estimator.predict_depth(f, slo, device=name), f"t = {f.alpha * 1e3:.2f} ms x C + {f.beta * 1e3:.1f} ms"
     except estimator.DeviceCannotMeetSlo as e:
         return 0, str(e)
 
@@ -431,17 +443,16 @@ def windve(p: dict, device: str | None, cores: int) -> list[dict]:
     from bench.windve.system.textgen import exact_length_texts, load_fast_tokenizer
 
     T, slo = "WindVE", 1.0
+    if device is None:   # no anchor either: the CPU depth alone says nothing about the pair (saves ~20 s)
+        return [not_run(T, m, NO_CUDA) for m in ("max concurrency, GPU only",
+                                                 "max concurrency with CPU offload vs GPU only (offload gain)")]
     torch.set_num_threads(cores)
     cpu = Encoder(device="cpu")
     texts = exact_length_texts(load_fast_tokenizer(), 16, 75, SEED)
-    cpu_depth, cpu_law = _depth(cpu, texts, [1, 4, 8, 16] if device else [1, 4], slo)
+    cpu_depth, cpu_law = _depth(cpu, texts, [1, 4, 8, 16] if device.startswith("cuda") else [1, 4], slo, "CPU")
     size = f"MiniLM, 75-token queries, SLO {slo:g} s, CPU instance {cores} threads"
-    if device is None:
-        return [not_run(T, "max concurrency, GPU only", NO_CUDA, size=size),
-                not_run(T, "max concurrency with CPU offload vs GPU only (offload gain)", NO_CUDA,
-                        "CPU instance depth (measured)", cpu_depth, size=size, note=f"CPU {cpu_law}")]
-    gpu = cpu.copy_to("cuda")
-    gpu_depth, gpu_law = _depth(gpu, texts, [1, 32, 64, 128], slo)
+    gpu = cpu.copy_to(device)
+    gpu_depth, gpu_law = _depth(gpu, texts, [1, 32, 64, 128] if device.startswith("cuda") else [1, 4], slo, "GPU")
     note = f"regression depths from in-process batches (no HTTP); GPU {gpu_law}; CPU {cpu_law}"
     return [row(T, "max concurrency, GPU only", gpu_depth, unit="queries", size=size, note=note),
             row(T, "max concurrency with CPU offload vs GPU only (offload gain)", gpu_depth + cpu_depth,
@@ -484,8 +495,11 @@ def loaders(p: dict, device: str | None, cores: int) -> list[dict]:
     from bench.loaders.system import launch, train
 
     T = "Loaders"
+    if device is None:   # no anchor either without CUDA (a CPU training run costs ~25 s on 2 cores)
+        return [not_run(T, f"{par} {n} samples/s", NO_CUDA) for n in ("1 replica", "2 replicas")
+                for par in ("DP", "DDP")]
     bundle, model = _bundle(Path(os.environ.get("GPU_CHECK_CACHE", "gpu-check/cache")))
-    big = device is not None     # without CUDA: tiny's shapes, so the anchor takes seconds on 2 cores
+    big = bool(device and device.startswith("cuda"))   # else tiny's shapes: the anchor takes seconds on 2 cores
     spec = train.RunSpec(loader="in-memory", parallel="dp", replicas=1, bundle_dir=bundle, model_dir=model,
                          batch_per_replica=16 if big else 4, steps=4 if big else 3, warmup_steps=1,
                          max_length=128 if big else 32, doc_chars=600 if big else 200, threads_per_replica=cores,
@@ -495,16 +509,13 @@ def loaders(p: dict, device: str | None, cores: int) -> list[dict]:
     size = (f"1-layer MiniLM cross-encoder, max length {spec.max_length}, {spec.batch_per_replica} samples per "
             "replica, in-memory loader")
     anchor = f"DP, 1 replica on the CPU ({spec.threads_per_replica} threads)"
-    if device is None:
-        rows = [not_run(T, f"{par} 1 replica samples/s (GPU) vs CPU", NO_CUDA, anchor, cpu_sps, unit="samples/s",
-                        size=size) for par in ("DP", "DDP")]
-        return rows + [not_run(T, f"{par} 2 replicas samples/s", NO_CUDA, size=size) for par in ("DP", "DDP")]
-    rows, n_gpu = [], devices.gpu_count()
+    rows, n_gpu = [], devices.gpu_count()   # (0 for the stand-in)
     for par in ("dp", "ddp"):
-        s = dataclasses.replace(spec, parallel=par, device="cuda", threads_per_replica=4, steps=8, warmup_steps=2)
+        s = dataclasses.replace(spec, parallel=par, device=device, threads_per_replica=4 if big else 1,
+                                steps=8 if big else 3, warmup_steps=2 if big else 1)
         out = launch.launch(s, timeout_s=90)
         rows.append(row(T, f"{par.upper()} 1 replica samples/s (GPU) vs CPU", _samples_per_s(out, s), anchor, cpu_sps,
-                        unit="samples/s", size=size, note=train.implementation(par, "cuda")))
+                        unit="samples/s", size=size, note=train.implementation(par, device)))
     for par in ("dp", "ddp"):
         rows.append(not_run(T, f"{par.upper()} 2 replicas samples/s",
                             f"needs 2 GPUs ({n_gpu} visible)", size=size) if n_gpu < 2 else
@@ -533,7 +544,7 @@ def espn(p: dict, device: str | None, cores: int) -> list[dict]:
     anchor = f"MaxSim on the CPU ({cores} threads)"
     if device is None:
         return [not_run(T, "MaxSim q/s (GPU) vs CPU", NO_CUDA, anchor, 1 / cpu_s, unit="queries/s", size=size)]
-    gpu_s, gpu_out = median_time(lambda: maxsim.maxsim(q, bow, lens, "cuda"), 20, 2, True)
+    gpu_s, gpu_out = median_time(lambda: maxsim.maxsim(q, bow, lens, device), 20, 2, device.startswith("cuda"))
     err = float(np.max(np.abs(gpu_out - cpu_out)) / max(1e-9, float(np.max(np.abs(cpu_out)))))
     return [row(T, "MaxSim q/s (GPU) vs CPU", 1 / gpu_s, anchor, 1 / cpu_s, unit="queries/s", size=size,
                 note=f"host-to-device copy of the candidates included; max relative score difference {err:.1e}")]
@@ -555,9 +566,21 @@ def main(argv: list[str] | None = None) -> int:
     cuda = devices.cuda_available()
     p = json.loads(a.plan) if a.plan else plan(cuda)[a.target]
     cores = a.cores or devices.cpu_count()
-    rows = FUNCS[a.target](p, "cuda" if cuda else None, cores)
+    standin = os.environ.get("GPU_CHECK_STANDIN") == "cpu" and not cuda
+    rows = run_target(a.target, p, "cuda" if cuda else "cpu" if standin else None, cores)
     Path(a.out).write_text(json.dumps(rows, indent=1, default=float))
     return 0
+
+
+def run_target(target: str, p: dict, device: str | None, cores: int) -> list[dict]:
+    """``target``'s rows; with ``device="cpu"`` (``GPU_CHECK_STANDIN=cpu``, tests only) the GPU branch runs
+    on the CPU to check the code paths, its rows marked as a stand-in, never a GPU measurement."""
+    rows = FUNCS[target](p, device, cores)
+    if device == "cpu":
+        for r in rows:
+            if r["status"] == "measured":
+                r.update(status="stand-in", why="stand-in: the GPU branch run on the CPU (not a GPU measurement)")
+    return rows
 
 
 if __name__ == "__main__":

@@ -180,7 +180,7 @@ def test_config_numbers_in_datasets_are_numbers_and_merge_into_the_profile(repo,
     assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) <= 3, r.stderr
 
 
-@pytest.mark.parametrize("profile", ["tiny", "small", "gpu", "paper"])
+@pytest.mark.parametrize("profile", ["tiny", "small", "gpu", "gpu-check", "paper"])
 def test_every_shipped_profile_plans_every_study(repo, tmp_path, profile):
     """`snakemake -n` with each shipped profile: the whole DAG builds (no download, no GPU needed), and
     every enabled study's figure and claims jobs are in it."""
