@@ -1,4 +1,7 @@
-"""Provenance attached to every record set: code, config, data, software, hardware, load, seed."""
+"""Provenance attached to every record set: code, config, data, software, hardware, load, seed. The hardware
+is named as a reader needs it (issue 32): ``hardware`` holds the CPU as lscpu and /proc/cpuinfo give it (model,
+sockets, cores, threads, hypervisor) and the disks (model or vendor, rotational flag, queue depth, driver such
+as virtio), with ``machine`` the same in two lines of words (:mod:`bench.core.hardware`)."""
 from __future__ import annotations
 
 import datetime as _dt
@@ -11,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping
 
-from . import devices, measure
+from . import devices, hardware, measure
 
 
 def _git(args: list[str], cwd: Path) -> str | None:
@@ -60,6 +63,14 @@ def _dist_version(dists: tuple[str, ...]) -> str | None:
     return None
 
 
+def _hardware() -> dict[str, Any] | None:
+    """The CPU and disks (bench.core.hardware); None where /sys or lscpu cannot be read at all."""
+    try:
+        return hardware.collect(os.getcwd())
+    except OSError:
+        return None
+
+
 def collect(*, profile: str | None, config: Mapping[str, Any] | None, seed: int | None,
             dataset_id: str | None = None, dataset_checksum: str | None = None,
             method: str | None = None, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -82,6 +93,8 @@ def collect(*, profile: str | None, config: Mapping[str, Any] | None, seed: int 
         "cpu": devices.cpu_details(),
         "cpu_cores": devices.cpu_count(),
         "gpu": devices.gpu_info(),
+        "hardware": (hw := _hardware()),
+        "machine": hardware.words(hw) if hw else None,
         "threads": measure.thread_settings(),
         "loadavg_at_start": [load1, load5, load15],
         "hostname": platform.node(),

@@ -1,11 +1,20 @@
 """The report a reader opens first (``reports/<profile>/index.html``): one self-contained page that opens
-on the claims ledger, counts first (paper claims and the harness's targets apart, unstable rows counted),
-then each study in the papers' order with every figure and its caption under it, figures in the paper's
-order, and the Markdown and CSV tables the figures wrote. Built from the ledger and the figure files
-only (restyling never reruns a measurement). Snakemake's own report (``report.html``) stays beside it.
+on the claims ledger, then each study with its figures, captions and tables (issue 32).
 
-The page is plain flowing HTML (nothing centred vertically, nothing fixed), so nothing can sit above the
-scrollable area at any window size; a small script records the layout for the browser test.
+- At the top: the verdict counts per study as a small HTML bar chart (the HTML equivalent of
+  ``claims.png``), the machine that measured (CPU and disk, from the records' provenance), the studies.
+- The ledger: claims named in words (the claim's id kept only as the row's ``id``, its anchor), numbers
+  that never break (``ours [95% CI]`` compact, its unit under it), the reason folded into an expandable
+  cell with the scale, interval and premises; each row links to the figure that backs it, or says it has
+  none and links to its study (:mod:`bench.core.report_links`).
+- Each study: its main results first (paper figures, then paper tables, then the study's extras; a
+  figure whose rows are all "not run" last), each figure with its caption (what it shows first, the
+  details folded below), the ledger rows it backs, and one readable copy of its table
+  (:mod:`bench.core.tables`); every section ends with a link back to the top.
+
+Built from the ledger and the figure files only (restyling never reruns a measurement). Snakemake's own
+report (``report.html``) stays beside it. The page is plain flowing HTML (nothing fixed or centred), so
+nothing can sit above the scrollable area; a small script records the layout for the browser test.
 """
 from __future__ import annotations
 
@@ -16,68 +25,307 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import ledger, records
+from . import hardware, ledger, records, report_links, tables
 from .atomic import write_text
 
 TITLES = {"espn": "ESPN: re-ranking embeddings offloaded to SSD", "chameleon": "Chameleon: IVF-PQ on CPU, GPU and FPGA",
           "loaders": "Moving Stuff Around: document loaders under DP and DDP",
           "windve": "WindVE: embedding service with CPU offload", "trinity": "Trinity: batching for graph vector search",
           "ivf_recall": "IVF-PQ recall (the harness's own check)"}
-_NUM = re.compile(r"^(fig|table)s?_?(\d+)", re.I)
+SHORT = {"espn": "ESPN", "chameleon": "Chameleon", "loaders": "Moving Stuff Around", "windve": "WindVE",
+         "trinity": "Trinity", "ivf_recall": "IVF-PQ recall check"}
+SOURCE_WORDS = {"not_run": "not run", "measured": "measured", "emulated": "emulated", "modelled": "modelled"}
+DIRECTION = {">=": "≥", "<=": "≤", ">": ">", "<": "<"}
+CAPTION_SHOWN = 420       # characters of a caption shown before "more" (about 3 lines at 1100 px)
+SUMMARY_CHARS = 90        # characters of a reason shown in its folded cell
+_SCI = re.compile(r"(?<![\w.])(-?\d+(?:\.\d+)?[eE][-+]?\d+)(?![\w.])")
+_NUMERIC_TOKEN = re.compile(r"(\S*\d\S*)")
+_NOT_RUN_CAPTION = re.compile(r"\bours:?\s+not run\b|^\s*[\w ]+:\s*not run\b", re.I)
 LAYOUT_PROBE = ("<script>window.addEventListener('load',()=>{let top=0;for(const e of document.body.querySelectorAll('*'))"
                 "{top=Math.min(top,e.getBoundingClientRect().top+window.scrollY)}const l=document.getElementById('ledger')"
-                ".getBoundingClientRect();document.body.dataset.layout=JSON.stringify({minTop:top,ledgerTop:l.top,"
-                "scrollWidth:document.documentElement.scrollWidth})});</script>")
+                ".getBoundingClientRect();const row=document.querySelector('table.ledger tbody tr:not(.study)');"
+                "const broken=[...document.querySelectorAll('table.ledger .n')].filter(e=>e.getClientRects().length>1)"
+                ".map(e=>e.textContent);document.body.dataset.layout=JSON.stringify({minTop:top,ledgerTop:l.top,"
+                "firstRowTop:row?row.getBoundingClientRect().top+window.scrollY:null,brokenNumbers:broken,"
+                "scrollWidth:document.documentElement.scrollWidth,scrollHeight:document.documentElement.scrollHeight})});"
+                "</script>")
+STYLE = """
+body{font-family:system-ui,sans-serif;font-size:14px;color:#111;max-width:1500px;margin:0 auto;padding:12px 16px}
+h1{font-size:22px;margin:4px 0 8px}h2{font-size:19px;margin:22px 0 6px}h3{font-size:16px;margin:18px 0 4px}
+a{color:#0b57a4}.top{font-size:12px;font-weight:normal;margin-left:12px}
+.head{display:flex;gap:20px;align-items:flex-start;flex-wrap:wrap}.panel{flex:1 1 420px}
+.bars{font-size:12px;border-collapse:collapse}.bars td{border:0;padding:1px 4px}.bar{display:flex;width:300px;height:16px}
+.bar span{color:#fff;font-size:11px;text-align:center;line-height:16px;overflow:hidden}
+.machine{font-size:12px;color:#333;margin:6px 0;line-height:1.4}.machine summary{cursor:pointer}
+.key span{display:inline-block;color:#fff;padding:1px 6px;margin:2px 3px 2px 0;border-radius:3px;font-size:12px}
+nav{margin:6px 0 2px}nav a{margin-right:14px}
+table.ledger{border-collapse:collapse;font-size:12.5px;width:100%}
+.ledger td,.ledger th{border:1px solid #c8c8c8;padding:3px 5px;vertical-align:top;text-align:left}
+.ledger th{background:#f2f2f2;white-space:nowrap}.ledger tr.study td{background:#fafafa;font-weight:bold}
+.ledger tr:target td{background:#fff7d6}.n{white-space:nowrap}.u{display:block;color:#555;font-size:11.5px}
+.claim{min-width:220px}.why{min-width:230px;max-width:360px}.verdict{font-weight:bold}.runs{font-family:monospace}
+.why summary{cursor:pointer}.why details[open] .s{display:none}.why details[open] summary::after{content:"fold";color:#0b57a4}.why p{margin:4px 0}
+img{max-width:100%;height:auto;border:1px solid #ddd}figure{margin:18px 0 28px}
+figcaption{font-size:13.5px;line-height:1.45;max-width:1100px}figcaption details summary{cursor:pointer;color:#0b57a4}
+.rows{font-size:13px;margin:4px 0}.note{color:#444;font-size:12px}
+table.data{border-collapse:collapse;font-size:12px;margin:4px 0}.data td,.data th{border:1px solid #c8c8c8;padding:2px 6px}
+.data th{background:#f2f2f2;text-align:left;vertical-align:bottom}.data td.num,.data th.num{text-align:right}
+.data td.num{white-space:nowrap;font-variant-numeric:tabular-nums}
+"""
 
 
 def paper_order(name: str) -> tuple:
-    """Figures and tables by their number in the paper (fig7 before fig10), the study's extras after."""
-    m = _NUM.match(name)
-    return (0, int(m.group(2)), name) if m else (1, 0, name)
+    """Paper figures by number, then paper tables and equations by number, then the study's extras."""
+    kind, nums, _ = report_links.stem_refs(name)
+    rank = {"fig": 0, "table": 1, "eq": 1}.get(kind, 2)
+    return (rank, nums[0] if nums else 0, name)
 
 
-def _md_table(text: str) -> str:
-    """A Markdown file (title, notes, pipe tables) as HTML."""
-    out, rows = [], []
+def _words(text: object) -> str:
+    """Ledger text as words: numpy reprs and scientific notation as plain numbers (1e+06 -> 1,000,000),
+    ``not_run`` as "not run", other snake_case with spaces."""
+    return tables.snake_words(_SCI.sub(lambda m: tables.number(float(m.group(1))),
+                                       ledger.clean(text).replace("``", "")))
 
-    def flush():
-        if rows:
-            cells = [[html.escape(c.strip()) for c in r.strip().strip("|").split("|")] for r in rows
-                     if not set(r.replace("|", "").strip()) <= set("-: ")]
-            head, body = cells[0], cells[1:]
-            out.append("<table><tr>" + "".join(f"<th>{c}</th>" for c in head) + "</tr>"
-                       + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in body) + "</table>")
-            rows.clear()
-    for line in text.splitlines():
-        if line.startswith("|"):
-            rows.append(line)
+
+def _nowrap_numbers(text: str) -> str:
+    """Escaped text whose tokens holding a digit never break inside ("99.3%-99.7%", "1000/3000")."""
+    return "".join(f"<span class=n>{html.escape(p)}</span>" if i % 2 else html.escape(p)
+                   for i, p in enumerate(_NUMERIC_TOKEN.split(text)))
+
+
+def _nan(x) -> bool:
+    return x is None or (isinstance(x, float) and x != x)
+
+
+def _ours(r) -> str:
+    if _nan(r.ours):
+        return "<span class=n>–</span>"
+    txt = tables.number(float(r.ours))
+    if not _nan(r.ci_low) and not _nan(r.ci_high):
+        txt += f" [{tables.number(float(r.ci_low))}, {tables.number(float(r.ci_high))}]"
+    unit = f"<span class=u>{_nowrap_numbers(_words(r.unit))}</span>" if str(r.unit or "").strip() else ""
+    return f"<span class=n>{html.escape(txt)}</span>{unit}"
+
+
+def _threshold(r) -> str:
+    if _nan(r.threshold):
+        return "–"
+    t = tables.number(float(r.threshold))
+    hi = getattr(r, "band_high", None)
+    if r.direction == "within" and not _nan(hi):
+        return f"<span class=n>within [{t}, {tables.number(float(hi))}]</span>"
+    also = getattr(r, "threshold_also", None)
+    sign = DIRECTION.get(r.direction, r.direction)
+    if not _nan(also):
+        return f"<span class=n>{html.escape(sign)} {tables.number(float(also))}</span> and <span class=n>{t}</span>"
+    return f"<span class=n>{html.escape(sign)} {t}</span>"
+
+
+def _summary(text: str) -> str:
+    """The reason's first clause (at least 40 characters), cut at a word near :data:`SUMMARY_CHARS`."""
+    first = ""
+    for clause in re.split(r"(?<=[.;])\s", text):
+        first = f"{first} {clause}".strip()
+        if len(first) >= 40:
+            break
+    if len(first) > SUMMARY_CHARS:
+        first = first[:SUMMARY_CHARS].rsplit(" ", 1)[0] + " …"
+    return first
+
+
+def _why(r) -> str:
+    """The reason, folded: its first clause shown, the whole reason and the scale, interval and premises
+    inside."""
+    reason = _words(r.reason)
+    more = [f"<p>{_nowrap_numbers(reason)}</p>"]
+    for name, attr in (("Scale", "scale"), ("Interval", "interval"), ("Premises", "premise")):
+        v = getattr(r, attr, "")
+        if not _nan(v) and str(v).strip():
+            more.append(f"<p><b>{name}:</b> {_nowrap_numbers(_words(v))}</p>")
+    return (f"<details><summary><span class=s>{_nowrap_numbers(_summary(reason))}</span></summary>{''.join(more)}"
+            f"</details>")
+
+
+def row_id(study: str, claim_id: str) -> str:
+    return f"claim-{study}-{claim_id}"
+
+
+def _figure_cell(study: str, stems: list[str], sections: set[str]) -> str:
+    if stems:
+        return "<br>".join(f"<a class=n href='#{html.escape(study)}-{html.escape(s)}'>"
+                           f"{html.escape(report_links.label(s, short=True))}</a>" for s in stems)
+    if study in sections:
+        return f"<a href='#{html.escape(study)}'>no figure</a>"
+    return "no figure"
+
+
+LEDGER_HEAD = ("claim", "paper", "ours [95% CI]", "threshold", "source", "verdict", "last runs", "figure", "why")
+
+
+def _ledger_rows(part: pd.DataFrame, links, sections: set[str]) -> str:
+    rows, study = [], None
+    for r in part.itertuples(index=False):
+        if r.study != study:
+            study = r.study
+            rows.append(f"<tr class=study><td colspan={len(LEDGER_HEAD)}>{html.escape(SHORT.get(study, study))}</td></tr>")
+        colour = ledger.VERDICT_COLORS.get(r.verdict, "#111")
+        unstable = " (unstable)" if bool(getattr(r, "unstable", False)) else ""
+        hist = getattr(r, "history", "") or "–"
+        cells = [f"<td class=claim>{_nowrap_numbers(_words(r.claim))}</td>",
+                 f"<td>{_nowrap_numbers(_words(r.paper_value))}</td>", f"<td>{_ours(r)}</td>",
+                 f"<td>{_threshold(r)}</td>", f"<td class=n>{html.escape(SOURCE_WORDS.get(r.source, _words(r.source)))}</td>",
+                 f"<td class=verdict style='color:{colour}'>{html.escape(r.verdict)}{unstable}</td>",
+                 f"<td class='n runs'>{html.escape(str(hist))}</td>",
+                 f"<td class=n>{_figure_cell(r.study, links.get((r.study, r.claim_id), []), sections)}</td>",
+                 f"<td class=why>{_why(r)}</td>"]
+        rows.append(f"<tr id='{html.escape(row_id(r.study, r.claim_id))}'>{''.join(cells)}</tr>")
+    return "".join(rows)
+
+
+def _ledger(df: pd.DataFrame, links, sections: set[str]) -> str:
+    head = "".join(f"<th>{h}</th>" for h in LEDGER_HEAD)
+    out = []
+    for kind in ledger.KINDS:
+        part = df[df.kind == kind]
+        if part.empty:
             continue
-        flush()
-        if line.startswith("#"):
-            out.append(f"<h4>{html.escape(line.lstrip('#').strip())}</h4>")
-        elif line.strip():
-            out.append(f"<p>{html.escape(line)}</p>")
-    flush()
+        unstable = int(part.unstable.sum()) if "unstable" in part else 0
+        out.append(f"<h2 id='{'paper-claims' if kind == ledger.PAPER else 'targets'}'>{html.escape(ledger.HEADINGS[kind])}"
+                   f" ({len(part)})<a class=top href='#top'>back to top</a></h2><p class=note>{html.escape(ledger.counts(part))}"
+                   f"; unstable across runs: {unstable}</p><table class=ledger><thead><tr>{head}</tr></thead><tbody>"
+                   f"{_ledger_rows(part, links, sections)}</tbody></table>")
     return "".join(out)
 
 
-def _csv_table(path: Path, max_rows: int = 40) -> str:
-    df = pd.read_csv(path)
-    more = f"<p class='note'>{len(df) - max_rows} more rows in {html.escape(path.name)}</p>" if len(df) > max_rows else ""
-    return df.head(max_rows).to_html(index=False, border=0, float_format=lambda v: f"{v:.4g}") + more
+def _bars(df: pd.DataFrame, studies: list[str], sections: set[str]) -> str:
+    """Verdict counts per study, paper claims and the harness's checks side by side (claims.png in HTML)."""
+    verdicts = [v for v in ledger.VERDICT_COLORS]
+    most = max([1, *df.groupby(["kind", "study"]).size().tolist()])
+    panels = []
+    for kind in ledger.KINDS:
+        part = df[df.kind == kind]
+        rows = []
+        for s in studies:
+            counts = part[part.study == s].verdict.value_counts()
+            segs = "".join(f"<span title='{html.escape(v)}: {counts[v]}' style='background:{ledger.VERDICT_COLORS[v]};"
+                           f"width:{300 * counts[v] / most:.0f}px'>{counts[v]}</span>" for v in verdicts if counts.get(v, 0))
+            name = SHORT.get(s, s)
+            name = f"<a href='#{s}'>{html.escape(name)}</a>" if s in sections else html.escape(name)
+            rows.append(f"<tr><td>{name}</td><td><div class=bar>{segs or '<i>none</i>'}</div></td></tr>")
+        panels.append(f"<div class=panel><b>{html.escape(ledger.HEADINGS[kind])} ({len(part)})</b>"
+                      f"<table class=bars>{''.join(rows)}</table></div>")
+    key = "".join(f"<span style='background:{c}'>{html.escape(v)}</span>" for v, c in ledger.VERDICT_COLORS.items())
+    return f"<div class=head>{''.join(panels)}</div><div class=key>{key}</div>"
 
 
-def _figure(png: Path) -> str:
-    caption = png.with_suffix(".caption.rst")
-    cap = caption.read_text() if caption.exists() else ""
+# ---------------------------------------------------------------------------------------- the machine
+def _provenances(claims_parquet: Path) -> list[dict]:
+    """The provenance of the records behind the ledger: ledger -> each study's claims -> their records."""
+    seen, out = set(), []
+
+    def prov(p) -> dict:
+        path = Path(p)
+        if str(path) in seen or not records.paths(path)["provenance"].exists():
+            return {}
+        seen.add(str(path))
+        try:
+            return records.read_provenance(path)
+        except (OSError, ValueError):
+            return {}
+    for study_claims in prov(claims_parquet).get("inputs", []) or []:
+        inputs = prov(study_claims).get("inputs", {}) or {}
+        for paths in (inputs.values() if isinstance(inputs, dict) else [inputs]):
+            for p in (paths if isinstance(paths, list) else [paths]):
+                pr = prov(p)
+                if pr:
+                    out.append(pr)
+    return out
+
+
+def machines(claims_parquet: Path) -> tuple[list[dict[str, str]], bool]:
+    """The machines the records name (CPU and disk in words), and whether they came from the records
+    (False: none named one, so this machine, the one building the page, is shown instead)."""
+    found: list[dict[str, str]] = []
+    for p in _provenances(claims_parquet):
+        if p.get("hardware"):
+            w = hardware.words(p["hardware"])
+        elif p.get("cpu_model"):
+            c = p.get("cpu") or {}
+            vm = "; a virtual machine" if c.get("hypervisor") else ""
+            w = {"cpu": hardware.cpu_words({"model_name": p["cpu_model"], "family": c.get("family"),
+                                           "model": c.get("model"), "usable_cpus": p.get("cpu_cores")}) + vm,
+                 "disk": "not recorded (records older than the disk's provenance)"}
+        else:
+            continue
+        gpu = p.get("gpu") or {}
+        w["gpu"] = f"{gpu.get('gpu_count', 1)} x {gpu['gpu_model']}" if gpu.get("gpu_model") else "no GPU"
+        w["host"] = str(p.get("hostname") or "")
+        if w not in found:
+            found.append(w)
+    if found:
+        return found, True
+    here = hardware.words(hardware.collect("."))
+    here["gpu"] = "not recorded"
+    return [here], False
+
+
+def _machine_block(claims_parquet: Path, profile: str) -> str:
+    found, recorded = machines(claims_parquet)
+    whose = "measured on" if recorded else "records name no machine; this page was built on"
+    lines = []
+    for m in found:
+        lines.append(f"<b>CPU:</b> {html.escape(m['cpu'])}. <b>Disk:</b> {html.escape(m['disk'])}. "
+                     f"<b>GPU:</b> {html.escape(m.get('gpu', 'not recorded'))}.")
+    first = lines[0] if len(lines) == 1 else f"{len(lines)} machines (see below)"
+    more = "".join(f"<p>{line}</p>" for line in lines) if len(lines) > 1 else ""
+    return (f"<div class=machine id=machine><b>Machine</b> ({html.escape(whose)}), run profile "
+            f"<b>{html.escape(profile)}</b>: {first}{more}</div>")
+
+
+# ---------------------------------------------------------------------------------------- figures
+def _caption(png: Path) -> str:
+    """The figure's caption: what it shows first, the rest folded under "more"."""
+    f = png.with_suffix(".caption.rst")   # the study's words, shown as written (numpy reprs and rst quotes aside)
+    text = ledger.clean(f.read_text().strip()).replace("``", "") if f.exists() else ""
+    if len(text) <= CAPTION_SHOWN:
+        return html.escape(text)
+    cut = max(text.rfind(". ", 0, CAPTION_SHOWN), text.rfind("; ", 0, CAPTION_SHOWN))
+    cut = cut + 1 if cut > 80 else text.rfind(" ", 0, CAPTION_SHOWN)
+    return (f"{html.escape(text[:cut])} <details><summary>more</summary>{html.escape(text[cut:].strip())}"
+            f"</details>")
+
+
+def _not_run_only(png: Path, rows: pd.DataFrame) -> bool:
+    """Whether a figure shows nothing of ours: its rows are all not run, or its caption or CSV says so."""
+    if len(rows) and (rows.source == "not_run").all():
+        return True
+    cap = png.with_suffix(".caption.rst")
+    if cap.exists() and _NOT_RUN_CAPTION.search(cap.read_text()):
+        return True
+    csv = png.with_suffix(".csv")
+    if csv.exists():
+        try:
+            d = pd.read_csv(csv)
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError):
+            return False
+        return "source" in d and len(d) > 0 and d.source.astype(str).isin(["not_run", "not run"]).all()
+    return False
+
+
+def _figure(study: str, png: Path, rows: pd.DataFrame) -> str:
     img = base64.b64encode(png.read_bytes()).decode()
-    parts = [f"<figure id='{html.escape(png.parent.name)}-{html.escape(png.stem)}'><img alt='{html.escape(png.stem)}' "
-             f"src='data:image/png;base64,{img}'><figcaption><b>{html.escape(png.stem)}</b>: "
-             f"{html.escape(ledger.clean(cap.replace('``', '')))}</figcaption>"]
-    for extra in (png.with_suffix(".md"), png.with_suffix(".csv")):
-        if extra.exists():
-            body = _md_table(extra.read_text()) if extra.suffix == ".md" else _csv_table(extra)
-            parts.append(f"<details><summary>table: {html.escape(extra.name)}</summary>{body}</details>")
+    title = report_links.label(png.stem)
+    back = ("Ledger rows this figure backs: " + "; ".join(
+        f"<a href='#{html.escape(row_id(r.study, r.claim_id))}'>{html.escape(_summary(_words(r.claim)))}</a> "
+        f"(<span style='color:{ledger.VERDICT_COLORS.get(r.verdict, '#111')}'>{html.escape(r.verdict)}</span>)"
+        for r in rows.itertuples(index=False))) if len(rows) else "No ledger row cites this figure."
+    parts = [f"<figure id='{html.escape(study)}-{html.escape(png.stem)}'><h3>{html.escape(title)}</h3>"
+             f"<img alt='{html.escape(title)}' src='data:image/png;base64,{img}'>"
+             f"<figcaption>{_caption(png)}</figcaption><p class=rows>{back}</p>"]
+    table = tables.for_figure(png)
+    if table:
+        parts.append(f"<details><summary>the figure's data as a table</summary>{table[1]}</details>")
     return "".join(parts) + "</figure>"
 
 
@@ -87,37 +335,47 @@ def _studies(figures_dir: Path) -> list[str]:
     return sorted(found, key=lambda s: order.index(s) if s in order else len(order))
 
 
-def _counts(df: pd.DataFrame) -> str:
-    rows = []
-    for kind in ledger.KINDS:
-        part = df[df.kind == kind]
-        unstable = int(part.unstable.sum()) if "unstable" in part else 0
-        rows.append(f"<li><b>{html.escape(ledger.HEADINGS[kind])} ({len(part)})</b>: {html.escape(ledger.counts(part))}; "
-                    f"unstable across runs: {unstable}</li>")
-    return "<ul class='counts'>" + "".join(rows) + "</ul>"
+def _order(pngs: list[Path], rows_of) -> list[Path]:
+    """Main results first: paper figures, paper tables, extras; a figure of ours not run at all last."""
+    return sorted(pngs, key=lambda p: (_not_run_only(p, rows_of(p)), paper_order(p.stem)))
 
 
 def build(claims_parquet: str | Path, figures_dir: str | Path, out: str | Path, profile: str) -> Path:
     """Write the report page from the ledger's Parquet and the figures folder."""
+    claims_parquet = Path(claims_parquet)
     df = records.read(claims_parquet)
     if "kind" not in df:
         df["kind"] = [ledger.kind_of(c, s) for c, s in zip(df.claim_id, df.study)]
     figures_dir = Path(figures_dir)
-    table = ledger.to_html(df, f"Claims ledger, profile {profile}")
-    table = table[table.index("<h1>"):].replace("<h1>", "<h2>").replace("</h1>", "</h2>")
-    nav, sections = [], []
-    for study in _studies(figures_dir):
-        pngs = sorted((p for p in (figures_dir / study).glob("*.png")), key=lambda p: paper_order(p.stem))
-        nav.append(f"<a href='#{study}'>{html.escape(TITLES.get(study, study))}</a>")
-        sections.append(f"<section id='{study}'><h2>{html.escape(TITLES.get(study, study))}</h2>"
-                        + "".join(_figure(p) for p in pngs) + "</section>")
-    style = ("body{font-family:sans-serif;font-size:14px;color:#111;max-width:1500px;margin:0 auto;padding:16px}"
-             "img{max-width:100%;height:auto;border:1px solid #ddd}figure{margin:24px 0}figcaption{font-size:13px;"
-             "line-height:1.45;max-width:1100px}table{border-collapse:collapse;font-size:12px}td,th{border:1px solid "
-             "#bbb;padding:3px;vertical-align:top;overflow-wrap:anywhere}#ledger table{width:100%}.counts{font-size:16px}.v{color:#fff;padding:2px 6px;margin-right:4px;"
-             "border-radius:3px}nav a{margin-right:14px}.note{color:#444}"
-             "td:nth-child(1),td:nth-child(5),td:nth-child(7),td:nth-child(8),td:nth-child(9){white-space:nowrap}")
-    page = (f"<!doctype html><meta charset='utf-8'><title>Benchmark report, profile {html.escape(profile)}</title>"
-            f"<style>{style}</style><h1>Retrieval-for-RAG benchmark: claims ledger, profile {html.escape(profile)}</h1>"
-            f"<div id='ledger'>{_counts(df)}<nav>{''.join(nav)}</nav>{table}</div>{''.join(sections)}{LAYOUT_PROBE}\n")
+    studies = _studies(figures_dir)
+    figs = {s: sorted((figures_dir / s).glob("*.png")) for s in studies}
+    links = report_links.link(df, figs)
+    backs: dict[tuple[str, str], list[int]] = {}
+    for i, r in enumerate(df.itertuples(index=False)):
+        for stem in links[(r.study, r.claim_id)]:
+            backs.setdefault((r.study, stem), []).append(i)
+
+    def rows_of(study):
+        return lambda p: df.iloc[backs.get((study, p.stem), [])]
+    sections = set(studies)
+    all_studies = sorted(dict.fromkeys([*df.study, *studies]),
+                         key=lambda s: (list(ledger.STUDY_ORDER) + list(ledger.CHECK_STUDIES) + [s]).index(s))
+    nav = "".join(f"<a href='#{s}'>{html.escape(SHORT.get(s, s))}</a>" for s in studies)
+    body = []
+    for s in studies:
+        figures = "".join(_figure(s, p, rows_of(s)(p)) for p in _order(figs[s], rows_of(s)))
+        body.append(f"<section id='{s}'><h2>{html.escape(TITLES.get(s, s))}<a class=top href='#top'>back to top</a>"
+                    f"</h2>{figures or '<p>No figures.</p>'}<p><a href='#top'>back to top</a></p></section>")
+    linked = sum(bool(links[k]) for k in links)
+    page = (f"<!doctype html><html lang=en><meta charset='utf-8'><meta name=viewport content='width=device-width'>"
+            f"<title>Benchmark report: {html.escape(profile)} run</title><style>{STYLE}</style>"
+            f"<h1 id=top>Retrieval-for-RAG benchmark: which paper claims reproduced</h1>"
+            f"<div id='ledger'>{_bars(df, all_studies, sections)}{_machine_block(claims_parquet, profile)}"
+            f"<nav>Studies: {nav}</nav>"
+            f"<p class=note>Ours: estimate [95% interval], unit below. Last runs: verdicts of the last "
+            f"{ledger.HISTORY_RUNS} runs on this machine, oldest first (R reproduced, N not reproduced, I "
+            f"inconclusive, H needs hardware we lack, T needs a tool we lack, O out of reach at this scale). "
+            f"{linked} of {len(df)} rows cite a figure. Click a reason to read it whole.</p>"
+            f"{_ledger(df, links, sections)}</div>{''.join(body)}{LAYOUT_PROBE}\n")
     return write_text(Path(out), page)
+
