@@ -56,7 +56,7 @@ def test_disks_from_sys_block(tmp_path):
         ("virtio_blk", True, 256, "mq-deadline", True, 256 * 2 ** 30)
     words = hardware.disk_words(v)
     assert "virtio block device" in words and "Red Hat virtio" in words and "256 GiB" in words
-    assert "says nothing of the host's disk" in words and "queue depth 256" in words
+    assert "the host's disk is hidden" in words and "queue depth 256" in words
     assert "Samsung SSD 980" in hardware.disk_words(found["nvme0n1"]) and "non-rotational (SSD)" in \
         hardware.disk_words(found["nvme0n1"])
 

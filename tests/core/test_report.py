@@ -122,7 +122,7 @@ def test_the_page_writes_no_internal_identifiers(page):
     for slug in ("speedup-vs-mmap", "memory-saved", "fpga-resources", "target-io"):
         assert slug not in visible, slug          # ids are anchors, never text
     assert not re.search(r"\b[a-z]+_[a-z_]+\b", visible), re.findall(r"\b[a-z]+_[a-z_]+\b", visible)
-    assert "Machine" in visible and "CPU:" in visible and "Disk:" in visible
+    assert "CPU:" in visible and "Disk:" in visible and "GPU:" in visible
 
 
 def test_bad_report_inputs(tmp_path, capsys):
@@ -146,3 +146,20 @@ def test_in_a_browser_the_ledger_is_on_the_first_screen_and_nothing_is_clipped(p
     assert layout["firstRowTop"] < 800      # and its first row
     assert layout["brokenNumbers"] == []    # no number breaks across lines
     assert layout["scrollWidth"] <= 1280    # nothing clipped sideways
+
+
+def test_the_machine_block_names_the_cpu_and_disk_the_records_name(tmp_path):
+    import pandas as pd
+
+    from bench.core import provenance, records
+
+    rec = records.write(tmp_path / "espn" / "e2e.parquet", pd.DataFrame({"x": [1]}),
+                        provenance.collect(profile="t", config={}, seed=0))
+    p = claims.write(_rows(), tmp_path / "espn" / "claims.parquet", {"profile": "t", "inputs": {"e2e": [str(rec)]}})
+    claims.write_ledger([p], tmp_path / "claims.md", tmp_path / "claims.png", "t")
+    (tmp_path / "figures").mkdir()
+    found, recorded = report.machines(tmp_path / "claims.parquet")
+    assert recorded and len(found) == 1
+    out = report.build(tmp_path / "claims.parquet", tmp_path / "figures", tmp_path / "index.html", "t")
+    block = re.search(r"<div class=machine id=machine>(.*?)</div>", out.read_text()).group(1)
+    assert "Measured on" in block and found[0]["cpu"].split(" (")[0] in block and "Disk:" in block

@@ -21,7 +21,7 @@ SKIP_DEVICES = re.compile(r"^(loop|ram|zram|sr|fd|nbd)\d*")
 # PCI vendor ids a VM's disks commonly show in /sys/block/*/device/vendor.
 PCI_VENDORS = {"0x1af4": "Red Hat virtio", "0x1b36": "QEMU", "0x15ad": "VMware", "0x1414": "Microsoft Hyper-V",
                "0x1d0f": "Amazon", "0x1ae0": "Google"}
-DRIVERS = {"virtio_blk": "virtio block device (paravirtual: the host's real disk is hidden)",
+DRIVERS = {"virtio_blk": "virtio block device (paravirtual)",
            "virtio_scsi": "virtio SCSI device (paravirtual)", "nvme": "NVMe", "sd": "SCSI/SATA disk",
            "xen_blkfront": "Xen paravirtual disk"}
 
@@ -164,13 +164,13 @@ def disk_words(d: dict[str, Any]) -> str:
     if d.get("rotational") is None:
         rot = "rotational flag not exposed"
     elif d.get("virtual"):
-        rot = ("reports rotational (a virtual disk's default: it says nothing of the host's disk)" if d["rotational"]
-               else "reports non-rotational (as the VM exposes it)")
+        rot = ("flagged rotational (a virtual disk's default; the host's disk is hidden)" if d["rotational"]
+               else "flagged non-rotational (as the VM exposes it; the host's disk is hidden)")
     else:
         rot = "rotational (spinning disk)" if d["rotational"] else "non-rotational (SSD)"
     q = f"queue depth {d['nr_requests']}" if d.get("nr_requests") else "queue depth not exposed"
     if d.get("hw_queues"):
-        q += f" over {d['hw_queues']} hardware queue{'s' if d['hw_queues'] != 1 else ''}"
+        q += f" ({d['hw_queues']} hardware queue{'s' if d['hw_queues'] != 1 else ''})"
     sched = f", scheduler {d['scheduler']}" if d.get("scheduler") else ""
     return f"{d.get('name')}: {what}, {model}, {_size(d.get('size_bytes'))}, {rot}, {q}{sched}"
 

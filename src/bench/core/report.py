@@ -263,8 +263,12 @@ def machines(claims_parquet: Path) -> tuple[list[dict[str, str]], bool]:
         w["host"] = str(p.get("hostname") or "")
         if w not in found:
             found.append(w)
-    if found:
-        return found, True
+    if found:   # one line per host: the one naming the disk where records of two code versions meet
+        best: dict[str, dict[str, str]] = {}
+        for w in found:
+            if w["host"] not in best or "not recorded" in best[w["host"]]["disk"]:
+                best[w["host"]] = w
+        return list(best.values()), True
     here = hardware.words(hardware.collect("."))
     here["gpu"] = "not recorded"
     return [here], False
@@ -272,15 +276,11 @@ def machines(claims_parquet: Path) -> tuple[list[dict[str, str]], bool]:
 
 def _machine_block(claims_parquet: Path, profile: str) -> str:
     found, recorded = machines(claims_parquet)
-    whose = "measured on" if recorded else "records name no machine; this page was built on"
-    lines = []
-    for m in found:
-        lines.append(f"<b>CPU:</b> {html.escape(m['cpu'])}. <b>Disk:</b> {html.escape(m['disk'])}. "
-                     f"<b>GPU:</b> {html.escape(m.get('gpu', 'not recorded'))}.")
-    first = lines[0] if len(lines) == 1 else f"{len(lines)} machines (see below)"
-    more = "".join(f"<p>{line}</p>" for line in lines) if len(lines) > 1 else ""
-    return (f"<div class=machine id=machine><b>Machine</b> ({html.escape(whose)}), run profile "
-            f"<b>{html.escape(profile)}</b>: {first}{more}</div>")
+    head = "Measured on" if recorded else "Built on (the records name no machine)"
+    lines = [f"<b>CPU:</b> {html.escape(m['cpu'])}. <b>Disk:</b> {html.escape(m['disk'])}. "
+             f"<b>GPU:</b> {html.escape(m.get('gpu', 'not recorded'))}." for m in found]
+    body = lines[0] if len(lines) == 1 else "".join(f"<br>Machine {i + 1}: {line}" for i, line in enumerate(lines))
+    return f"<div class=machine id=machine><b>{head}</b> (run profile {html.escape(profile)}): {body}</div>"
 
 
 # ---------------------------------------------------------------------------------------- figures
