@@ -37,6 +37,9 @@ from pathlib import Path
 import numpy as np
 
 TARGETS = ("trinity-engine", "trinity-build", "chameleon", "espn", "windve", "loaders")   # run in this order
+LABELS = {"trinity-engine": "Trinity engine", "trinity-build": "Trinity graph build", "chameleon": "Chameleon",
+          "espn": "ESPN", "windve": "WindVE", "loaders": "Loaders"}
+NO_ANCHOR_WITHOUT_CUDA = ("windve", "loaders")   # their rows need no process where there is no CUDA
 NO_CUDA = "not run: no CUDA"
 GIB = 1 << 30
 D = 128          # SIFT-like vectors
@@ -437,15 +440,14 @@ def _depth(enc, texts, levels, slo: float, name: str) -> tuple[int, str]:
 
 def windve(p: dict, device: str | None, cores: int) -> list[dict]:
     """Regression depths (equation 12) of the GPU and CPU instances at an SLO of 1 s, 75-token queries."""
-    import torch
-
-    from bench.windve.system.encoder import Encoder
-    from bench.windve.system.textgen import exact_length_texts, load_fast_tokenizer
-
     T, slo = "WindVE", 1.0
     if device is None:   # no anchor either: the CPU depth alone says nothing about the pair (saves ~20 s)
         return [not_run(T, m, NO_CUDA) for m in ("max concurrency, GPU only",
                                                  "max concurrency with CPU offload vs GPU only (offload gain)")]
+    import torch
+
+    from bench.windve.system.encoder import Encoder
+    from bench.windve.system.textgen import exact_length_texts, load_fast_tokenizer
     torch.set_num_threads(cores)
     cpu = Encoder(device="cpu")
     texts = exact_length_texts(load_fast_tokenizer(), 16, 75, SEED)
@@ -489,15 +491,14 @@ def _samples_per_s(outcome, spec) -> float:
 def loaders(p: dict, device: str | None, cores: int) -> list[dict]:
     """One-replica DP and DDP (nccl) on the GPU, one DP replica on the CPU as the anchor; 2 replicas: not run
     on a one-GPU host."""
-    import dataclasses
-
-    from bench.core import devices
-    from bench.loaders.system import launch, train
-
     T = "Loaders"
     if device is None:   # no anchor either without CUDA (a CPU training run costs ~25 s on 2 cores)
         return [not_run(T, f"{par} {n} samples/s", NO_CUDA) for n in ("1 replica", "2 replicas")
                 for par in ("DP", "DDP")]
+    import dataclasses
+
+    from bench.core import devices
+    from bench.loaders.system import launch, train
     bundle, model = _bundle(Path(os.environ.get("GPU_CHECK_CACHE", "gpu-check/cache")))
     big = bool(device and device.startswith("cuda"))   # else tiny's shapes: the anchor takes seconds on 2 cores
     spec = train.RunSpec(loader="in-memory", parallel="dp", replicas=1, bundle_dir=bundle, model_dir=model,
