@@ -40,7 +40,8 @@ SMALL = {
                   "sweep": {"load_frac": 0.8, "repeats": 1, "params": {"r_min": [0.1, 0.5], "delta_tokens": [8, 16]}}},
     "roofline": {"search_batches": [1, 2, 4, 8], "search_repeats": 2, "prefill_batches": [1, 2, 4],
                  "decode_batches": [1, 2, 4, 8], "prompt_tokens": 8, "decode_context": 8, "lm_repeats": 2,
-                 "peak_n": 128, "knee_boot": 10, "lm": {"d_model": 32, "layers": 1, "heads": 2, "vocab": 100}},
+                 "peak_n": 128, "knee_boot": 10, "lm": {"d_model": 32, "layers": 1, "heads": 2, "vocab": 100},
+                 "max_doublings": 1, "sweep_budget_s": 2.0},
 }
 
 

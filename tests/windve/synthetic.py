@@ -92,10 +92,10 @@ def serving_df(acc: str = "emulated") -> pd.DataFrame:
             cpu = int((slo - LAWS["cpu"][1]) / LAWS["cpu"][0])
             rows.append({"kind": "maxconc", "pair": p, "slo_s": slo, "config": "accelerator_only", "total": a,
                          "total_low": a - 1, "total_high": a, "depth_acc": a, "runs": 3, "converged": True,
-                         "admission": "depth", **tag})
+                         "bracketed": True, "admission": "depth", **tag})
             rows.append({"kind": "maxconc", "pair": p, "slo_s": slo, "config": "offload", "total": a + cpu,
                          "total_low": a + cpu - 1, "total_high": a + cpu + 1, "depth_acc": a,
-                         "depth_cpu": cpu, "runs": 3, "converged": True, "admission": "depth", **tag})
+                         "depth_cpu": cpu, "runs": 3, "converged": True, "bracketed": True, "admission": "depth", **tag})
     for cfg, share in (("accelerator_only", 0.07), ("offload", 0.3)):
         for r in range(3):
             rows.append({"kind": "util", "pair": "v100-xeon", "slo_s": 0.5, "config": cfg, "round": r,

@@ -144,6 +144,12 @@ class Config:
     ci: tuple[float | None, float | None] = (None, None)
     busy: bool = False
 
+    @classmethod
+    def of(cls, name: str, estimate_low_high: tuple, busy: bool = False) -> "Config":
+        """From an (estimate, low, high) triple as :func:`ratio_ci` and :func:`proportion_ci` return it."""
+        e, lo, hi = estimate_low_high
+        return cls(name, e, (lo, hi), bool(busy))
+
 
 @dataclasses.dataclass(frozen=True)
 class Premise:
@@ -192,6 +198,8 @@ class Search:
     def text(self) -> str:
         if self.bracketed:
             return f"bracketed: {_fmt(self.passed)} met the target, {_fmt(self.failed)} next to it did not"
+        if self.passed is None and self.failed is None and self.cut_off:
+            return f"not bracketed: {self.cut_off}"
         if self.passed is None:
             return f"not bracketed: no level met the target{'; ' + self.cut_off if self.cut_off else ''}"
         if self.failed is None:

@@ -13,7 +13,9 @@ def steps(df: pd.DataFrame) -> pd.DataFrame:
     """Measured steps of every run: samples of all ranks over the slowest rank's step time; the
     parts (wait / copy / compute) averaged over ranks."""
     s = df[(df.kind == "step") & (df.phase == "measured")]
-    keys = ["run_id", "loader", "parallel", "replicas", "option", "option_value"]
+    if "round" not in s:
+        s = s.assign(round=0)
+    keys = ["run_id", "round", "loader", "parallel", "replicas", "option", "option_value"]
     g = s.groupby(keys + ["step"], dropna=False)
     out = g.agg(step_s=("step_s", "max"), samples=("samples", "sum"), wait_s=("wait_s", "mean"),
                 copy_s=("copy_s", "mean"), compute_s=("compute_s", "mean"),
@@ -24,6 +26,29 @@ def steps(df: pd.DataFrame) -> pd.DataFrame:
 
 def runs(df: pd.DataFrame) -> pd.DataFrame:
     return df[df.kind == "run"].copy()
+
+
+def per_run(r: pd.DataFrame) -> pd.DataFrame:
+    """Run rows indexed by ``run_id``, one per run: numeric columns averaged over its rounds (the first
+    round's values elsewhere)."""
+    if not len(r):
+        return r.set_index("run_id")
+    num = r.groupby("run_id").mean(numeric_only=True)
+    first = r.groupby("run_id").first()
+    return first.assign(**{c: num[c] for c in num.columns})
+
+
+def rounds(st: pd.DataFrame, **sel) -> np.ndarray:
+    """The round (a fresh run of the same configuration) of each per-step value :func:`tput` returns."""
+    m = np.ones(len(st), bool)
+    for k, v in sel.items():
+        m &= (st[k] == v).to_numpy()
+    return st.loc[m, "round"].to_numpy() if "round" in st else np.zeros(int(m.sum()), dtype=int)
+
+
+def n_rounds(st: pd.DataFrame) -> int:
+    """How many rounds of fresh runs the steps come from (1 for records without ``round``)."""
+    return int(st["round"].nunique()) if "round" in st and len(st) else 1
 
 
 def grid(df: pd.DataFrame) -> pd.DataFrame:

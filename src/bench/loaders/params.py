@@ -78,3 +78,4 @@ class Params:
     options: Options
     loader_only: LoaderOnly
     workers: Workers
+    rounds: int   # the grid and the options run this many times, each a fresh run (run-to-run noise)

@@ -176,6 +176,9 @@ class Roofline:
     peak_n: int
     knee_boot: int
     knee_factor: float
+    flat_gain: float
+    max_doublings: int
+    sweep_budget_s: float
 
 
 @dataclass(frozen=True)

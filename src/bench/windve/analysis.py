@@ -100,18 +100,43 @@ def _gain_row(pair, slo, a: pd.Series, o: pd.Series) -> dict:
             "acc_only_high": hi_a, "acc_part": o.get("depth_acc", o.get("depth_emulated", np.nan)),
             "cpu_part": o.get("depth_cpu", 0), "offload": o.total, "gain": o.total / a.total - 1,
             "gain_low": lo_o / hi_a - 1 if hi_a else np.nan, "gain_high": hi_o / lo_a - 1 if lo_a else np.nan,
-            "cannot_help": bool(o.get("cannot_help", False))}
+            "cannot_help": bool(o.get("cannot_help", False)),
+            "bracketed": bool(a.get("bracketed", False)) and (bool(o.get("bracketed", False))
+                                                              or bool(o.get("cannot_help", False)))}
+
+
+def _over_searches(per: list[dict]) -> dict:
+    """One cell from its repeated fine-tuning searches: the median depths and gain; the interval spans every
+    search's round bounds (lowest low .. highest high), so it holds the spread between searches; converged
+    and bracketed only if every search is."""
+    d = pd.DataFrame(per)
+    out = dict(per[0])
+    for c in ("acc_only", "offload", "gain", "acc_part", "cpu_part"):
+        out[c] = float(d[c].median())
+    for c in ("acc_only_low", "gain_low"):
+        out[c] = float(d[c].min(skipna=False))
+    for c in ("acc_only_high", "gain_high"):
+        out[c] = float(d[c].max(skipna=False))
+    out.update(converged=bool(d.converged.all()), bracketed=bool(d.bracketed.all()), searches=len(d),
+               search_gains=", ".join(f"{g:+.3f}" for g in d.gain), cannot_help=bool(d.cannot_help.any()))
+    return out
 
 
 def gains(serv: pd.DataFrame) -> pd.DataFrame:
-    """Per pair and SLO: accelerator-only and offload max concurrency and the gain, with bounds."""
+    """Per pair and SLO: accelerator-only and offload max concurrency and the gain, with bounds, over the
+    repeated fine-tuning searches (``search``) where the records have several."""
     mc = serv[serv.kind == "maxconc"]
+    if "search" not in mc:
+        mc = mc.assign(search=0)
     rows = []
     for (pair, slo), g in mc.groupby(["pair", "slo_s"]):
-        a, o = g[g.config == "accelerator_only"], g[g.config == "offload"]
-        if a.empty or o.empty:
-            continue
-        rows.append(_gain_row(pair, slo, a.iloc[0], o.iloc[0]))
+        per = []
+        for _, gs in g.groupby("search"):
+            a, o = gs[gs.config == "accelerator_only"], gs[gs.config == "offload"]
+            if len(a) and len(o):
+                per.append(_gain_row(pair, slo, a.iloc[0], o.iloc[0]))
+        if per:
+            rows.append(_over_searches(per))
     out = pd.DataFrame(rows)
     if not out.empty:   # no level met the SLO in every round: no interval, rather than one without the estimate
         bad = ~((out.gain_low <= out.gain + 1e-9) & (out.gain <= out.gain_high + 1e-9))
@@ -146,6 +171,8 @@ def depth_rows(prof: pd.DataFrame, serv: pd.DataFrame | None) -> pd.DataFrame:
     if serv is not None:
         mc = maxconc(serv)
         mc = mc[mc.config == "offload"]
+        if "search" in mc and mc.search.notna().any():   # Table III draws the first fine-tuning search
+            mc = mc[mc.search == mc.search.min()]
         for r in mc.itertuples():
             acc = getattr(r, "accelerator", "emulated")
             acc = acc if isinstance(acc, str) and acc else "emulated"

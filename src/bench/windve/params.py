@@ -58,6 +58,7 @@ class Params:
     start_timeout_s: float
     fine_tune_step: int
     fine_tune_max_runs: int
+    search_repeats: int   # independent fine-tuning searches per Tables I/II cell (intervals over searches)
     overload_factor: int
     overhead_batch: int
     overhead_repeats: int

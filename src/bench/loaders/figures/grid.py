@@ -141,7 +141,7 @@ def table1_samples_per_s(data: dict[str, pd.DataFrame], out_png: Path) -> list[P
 
 def _mem_cells(df, cfgs, loaders, column):
     """A run-row memory column in GB per (config, loader); OOM cells as the note "OOM"."""
-    runs = A.runs(A.grid(df)).set_index("run_id")
+    runs = A.per_run(A.runs(A.grid(df)))   # rounds averaged
     out = {}
     for cfg in cfgs:
         for l in loaders:

@@ -80,7 +80,7 @@ def _option_paper(ax, order, col: int, pct: bool, ours):
     for i, rid in enumerate(order):
         if (pv := _paper_rel(_paper_key(rid), col)) is not None:
             ax.plot(100 * (pv - 1) if pct else pv, i + (PAPER_DY if rid in ours else 0), **D.P_STYLE,
-                    label="paper's Table 3 (same setting; computed; just below ours where we ran it)")
+                    label="paper's Table 3 (same option, its 4 GPUs; computed; just below ours where we ran it)")
 
 
 def _table3_md(df, order, cells, rel, notes, runs, out_png: Path) -> Path:
@@ -125,10 +125,10 @@ def table3_options(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     md = _table3_md(df, order, cells, rel, notes, runs, out_png)
     o = df.attrs.get("provenance", {}).get("options", {})
     cap = (f"Table 3 of the paper, measured: samples/s and memory of each option on the paper's chosen "
-           f"configuration ({o.get('loader', '?')}, {str(o.get('parallel', '?')).upper()}, {o.get('replicas', '?')} "
-           f"replicas): ours as dots with 95% bootstrap intervals over steps (samples/s) or memory readings (memory), "
+           f"configuration ({o.get('loader', '?')}, {str(o.get('parallel', '?')).upper()}, ours at {o.get('replicas', '?')} "
+           f"replicas against the paper's 4 GPUs): ours as dots with 95% bootstrap intervals over steps (samples/s) or memory readings (memory), "
            f"as a % change or ratio against the baseline (no workers, no pin_memory, page cache warm); the paper's "
-           f"as stars, computed from its Table 3, on the row of the same setting only (just below our dot where we ran it). Rows the paper has and this "
+           f"as stars, computed from its Table 3, on the row of the same option only (just below our dot where we ran it). Rows the paper has and this "
            f"profile did not run (more workers than it runs, pin_memory without CUDA) say why. RAMDISK adds the "
            f"copied files' size to memory, as the paper does. Beyond the paper: worker start method and a cold page "
            f"cache. Scale: {D.scale(df)}; {P.SCALE}.")

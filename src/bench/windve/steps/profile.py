@@ -68,7 +68,7 @@ class Profiler:
         for slo in sorted(self.p.slos_s):
             s = await estimator.stress_test(measure, slo, step=self.p.stress_step, max_level=self.p.stress_max)
             self.rows.append({"kind": "depth", **tags, "method": "stress", "slo_s": slo, "depth": s.depth,
-                              "runs": s.runs, "cannot_help": s.depth == 0})
+                              "runs": s.runs, "cannot_help": s.depth == 0, "bracketed": s.bracketed})
 
 
 async def _warm_emulated(prof: Profiler, pool: list[str]) -> None:

@@ -106,7 +106,7 @@ async def _max_concurrency(svc, sess, p: Params, pool, start: dict, tags: dict, 
     s = await estimator.fine_tune(tuner.measure, start, slo, step=p.fine_tune_step, max_runs=p.fine_tune_max_runs)
     low, high = bounds(tuner.rows, tags, slo)
     row = {"kind": "maxconc", **tags, "cannot_help": False, "total": s.depth, "runs": s.runs, "converged": s.converged,
-           "total_low": low, "total_high": high, **depth_cols(s.depths)}
+           "bracketed": s.bracketed, "total_low": low, "total_high": high, **depth_cols(s.depths)}
     return s.depths, tuner.rows + [row]
 
 
@@ -114,13 +114,23 @@ async def tables(svc, sess, p: Params, pool, fit: dict, depths: dict) -> tuple[d
     """Per pair and SLO: fine-tuned accelerator-only depth, then both devices with offload. Returns the
     fine-tuned depths {(pair, slo, config): {device: depth}} and the rows."""
     final, rows, acc = {}, [], svc.accelerator
+    for rep in range(p.search_repeats):   # independent searches from the same start: the boundary's spread
+        f, r = await _tables_once(svc, sess, p, pool, fit, depths, rep)
+        rows += r
+        final = final or f   # the first search's depths drive the utilisation and open-loop rounds
+    return final, rows
+
+
+async def _tables_once(svc, sess, p: Params, pool, fit: dict, depths: dict, rep: int) -> tuple[dict, list[dict]]:
+    """One fine-tuning search of every pair, SLO and configuration (``search`` = ``rep`` on its rows)."""
+    final, rows, acc = {}, [], svc.accelerator
     for pair in run_pairs(p, acc, serving=True):
         if acc == "emulated":
             svc.admin(emulated_law=vars(emulation.emulated_law(fit["alpha"], fit["beta"], pair)))
         for slo in p.slos_s:
             for config in ("accelerator_only", "offload"):
                 tags = {"pair": pair, "slo_s": slo, "config": config, "accelerator": acc, "source": source_of(acc),
-                        "admission": "depth"}
+                        "admission": "depth", "search": rep}
                 devs = [acc] if config == "accelerator_only" else [acc, "cpu"]
                 svc.admin(active=devs, offload=config == "offload", slo_s=None)
                 start = {acc: final.get((pair, slo, "accelerator_only"), {}).get(acc)

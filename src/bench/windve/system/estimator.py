@@ -71,6 +71,7 @@ class Search:
     points: list[tuple[int, float, bool]]   # (concurrency, latency statistic, met SLO)
     depths: dict[str, int] | None = None    # per device (fine-tuning only)
     converged: bool = True                   # False: no configuration met the SLO within the runs
+    bracketed: bool = False                  # every device's next step up was tried and failed (issue 29)
 
 
 async def stress_test(measure: Callable[[int], Awaitable[float]], slo_s: float, step: int = 8,
@@ -96,7 +97,10 @@ async def stress_test(measure: Callable[[int], Awaitable[float]], slo_s: float, 
             if not ok:
                 break
             depth = c
-    return Search(depth, len(points), points)
+    passed = {c for c, _, ok in points if ok}
+    failed = {c for c, _, ok in points if not ok}
+    nxt = depth + step if depth >= step else depth + 1
+    return Search(depth, len(points), points, bracketed=nxt in failed and (depth in passed or depth == 0))
 
 
 async def fine_tune(measure: Callable[[dict[str, int]], Awaitable[dict[str, float]]], start: dict[str, int],
@@ -131,6 +135,7 @@ async def fine_tune(measure: Callable[[dict[str, int]], Awaitable[dict[str, floa
             shrink = int(depths[d] * slo_s / v) if np.isfinite(v) else depths[d] - step
             depths[d] = max(1, min(depths[d] - step, shrink))
         lat = await run(depths)
+    failed_next = set()   # devices whose next step up was tried and failed: the search is bracketed there
     if best is not None:
         for dev in list(best):
             while runs < max_runs:
@@ -138,6 +143,8 @@ async def fine_tune(measure: Callable[[dict[str, int]], Awaitable[dict[str, floa
                 before = dict(best)
                 await run(trial)
                 if best == before:
+                    failed_next.add(dev)
                     break
     final = best or depths
-    return Search(sum(final.values()), runs, points, dict(final), converged=best is not None)
+    return Search(sum(final.values()), runs, points, dict(final), converged=best is not None,
+                  bracketed=best is not None and failed_next == set(best))
