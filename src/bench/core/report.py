@@ -28,9 +28,11 @@ import pandas as pd
 from . import hardware, ledger, records, report_links, tables
 from .atomic import write_text
 
-TITLES = {"espn": "ESPN: re-ranking embeddings offloaded to SSD", "chameleon": "Chameleon: IVF-PQ on CPU, GPU and FPGA",
+TITLES = {"espn": "ESPN: re-ranking embeddings offloaded to SSD",
+          "chameleon": "Chameleon: IVF-PQ on CPU, GPU and FPGA",
           "loaders": "Moving Stuff Around: document loaders under DP and DDP",
-          "windve": "WindVE: embedding service with CPU offload", "trinity": "Trinity: batching for graph vector search",
+          "windve": "WindVE: embedding service with CPU offload",
+          "trinity": "Trinity: batching for graph vector search",
           "ivf_recall": "IVF-PQ recall (the harness's own check)"}
 SHORT = {"espn": "ESPN", "chameleon": "Chameleon", "loaders": "Moving Stuff Around", "windve": "WindVE",
          "trinity": "Trinity", "ivf_recall": "IVF-PQ recall check"}
@@ -41,20 +43,24 @@ SUMMARY_CHARS = 90        # characters of a reason shown in its folded cell
 _SCI = re.compile(r"(?<![\w.])(-?\d+(?:\.\d+)?[eE][-+]?\d+)(?![\w.])")
 _NUMERIC_TOKEN = re.compile(r"(\S*\d\S*)")
 _NOT_RUN_CAPTION = re.compile(r"\bours:?\s+not run\b|^\s*[\w ]+:\s*not run\b", re.I)
-LAYOUT_PROBE = ("<script>window.addEventListener('load',()=>{let top=0;for(const e of document.body.querySelectorAll('*'))"
-                "{top=Math.min(top,e.getBoundingClientRect().top+window.scrollY)}const l=document.getElementById('ledger')"
-                ".getBoundingClientRect();const row=document.querySelector('table.ledger tbody tr:not(.study)');"
+LAYOUT_PROBE = ("<script>window.addEventListener('load',()=>{let top=0;"
+                "for(const e of document.body.querySelectorAll('*'))"
+                "{top=Math.min(top,e.getBoundingClientRect().top+window.scrollY)}"
+                "const l=document.getElementById('ledger').getBoundingClientRect();"
+                "const row=document.querySelector('table.ledger tbody tr:not(.study)');"
                 "const broken=[...document.querySelectorAll('table.ledger .n')].filter(e=>e.getClientRects().length>1)"
                 ".map(e=>e.textContent);document.body.dataset.layout=JSON.stringify({minTop:top,ledgerTop:l.top,"
                 "firstRowTop:row?row.getBoundingClientRect().top+window.scrollY:null,brokenNumbers:broken,"
-                "scrollWidth:document.documentElement.scrollWidth,scrollHeight:document.documentElement.scrollHeight})});"
+                "scrollWidth:document.documentElement.scrollWidth,"
+                "scrollHeight:document.documentElement.scrollHeight})});"
                 "</script>")
 STYLE = """
 body{font-family:system-ui,sans-serif;font-size:14px;color:#111;max-width:1500px;margin:0 auto;padding:12px 16px}
 h1{font-size:22px;margin:4px 0 8px}h2{font-size:19px;margin:22px 0 6px}h3{font-size:16px;margin:18px 0 4px}
 a{color:#0b57a4}.top{font-size:12px;font-weight:normal;margin-left:12px}
 .head{display:flex;gap:20px;align-items:flex-start;flex-wrap:wrap}.panel{flex:1 1 420px}
-.bars{font-size:12px;border-collapse:collapse}.bars td{border:0;padding:1px 4px}.bar{display:flex;width:300px;height:16px}
+.bars{font-size:12px;border-collapse:collapse}.bars td{border:0;padding:1px 4px}
+.bar{display:flex;width:300px;height:16px}
 .bar span{color:#fff;font-size:11px;text-align:center;line-height:16px;overflow:hidden}
 .machine{font-size:12px;color:#333;margin:6px 0;line-height:1.4}.machine summary{cursor:pointer}
 .key span{display:inline-block;color:#fff;padding:1px 6px;margin:2px 3px 2px 0;border-radius:3px;font-size:12px}
@@ -64,11 +70,13 @@ table.ledger{border-collapse:collapse;font-size:12.5px;width:100%}
 .ledger th{background:#f2f2f2;white-space:nowrap}.ledger tr.study td{background:#fafafa;font-weight:bold}
 .ledger tr:target td{background:#fff7d6}.n{white-space:nowrap}.u{display:block;color:#555;font-size:11.5px}
 .claim{min-width:220px}.why{min-width:230px;max-width:360px}.verdict{font-weight:bold}.runs{font-family:monospace}
-.why summary{cursor:pointer}.why details[open] .s{display:none}.why details[open] summary::after{content:"fold";color:#0b57a4}.why p{margin:4px 0}
+.why summary{cursor:pointer}.why details[open] .s{display:none}.why p{margin:4px 0}
+.why details[open] summary::after{content:"fold";color:#0b57a4}
 img{max-width:100%;height:auto;border:1px solid #ddd}figure{margin:18px 0 28px}
 figcaption{font-size:13.5px;line-height:1.45;max-width:1100px}figcaption details summary{cursor:pointer;color:#0b57a4}
 .rows{font-size:13px;margin:4px 0}.note{color:#444;font-size:12px}
-table.data{border-collapse:collapse;font-size:12px;margin:4px 0}.data td,.data th{border:1px solid #c8c8c8;padding:2px 6px}
+table.data{border-collapse:collapse;font-size:12px;margin:4px 0}
+.data td,.data th{border:1px solid #c8c8c8;padding:2px 6px}
 .data th{background:#f2f2f2;text-align:left;vertical-align:bottom}.data td.num,.data th.num{text-align:right}
 .data td.num{white-space:nowrap;font-variant-numeric:tabular-nums}
 """
@@ -168,13 +176,15 @@ def _ledger_rows(part: pd.DataFrame, links, sections: set[str]) -> str:
     for r in part.itertuples(index=False):
         if r.study != study:
             study = r.study
-            rows.append(f"<tr class=study><td colspan={len(LEDGER_HEAD)}>{html.escape(SHORT.get(study, study))}</td></tr>")
+            rows.append(f"<tr class=study><td colspan={len(LEDGER_HEAD)}>"
+                        f"{html.escape(SHORT.get(study, study))}</td></tr>")
         colour = ledger.VERDICT_COLORS.get(r.verdict, "#111")
         unstable = " (unstable)" if bool(getattr(r, "unstable", False)) else ""
         hist = getattr(r, "history", "") or "–"
         cells = [f"<td class=claim>{_nowrap_numbers(_words(r.claim))}</td>",
                  f"<td>{_nowrap_numbers(_words(r.paper_value))}</td>", f"<td>{_ours(r)}</td>",
-                 f"<td>{_threshold(r)}</td>", f"<td class=n>{html.escape(SOURCE_WORDS.get(r.source, _words(r.source)))}</td>",
+                 f"<td>{_threshold(r)}</td>",
+                 f"<td class=n>{html.escape(SOURCE_WORDS.get(r.source, _words(r.source)))}</td>",
                  f"<td class=verdict style='color:{colour}'>{html.escape(r.verdict)}{unstable}</td>",
                  f"<td class='n runs'>{html.escape(str(hist))}</td>",
                  f"<td class=n>{_figure_cell(r.study, links.get((r.study, r.claim_id), []), sections)}</td>",
@@ -191,9 +201,10 @@ def _ledger(df: pd.DataFrame, links, sections: set[str]) -> str:
         if part.empty:
             continue
         unstable = int(part.unstable.sum()) if "unstable" in part else 0
-        out.append(f"<h2 id='{'paper-claims' if kind == ledger.PAPER else 'targets'}'>{html.escape(ledger.HEADINGS[kind])}"
-                   f" ({len(part)})<a class=top href='#top'>back to top</a></h2><p class=note>{html.escape(ledger.counts(part))}"
-                   f"; unstable across runs: {unstable}</p><table class=ledger><thead><tr>{head}</tr></thead><tbody>"
+        anchor = "paper-claims" if kind == ledger.PAPER else "targets"
+        out.append(f"<h2 id='{anchor}'>{html.escape(ledger.HEADINGS[kind])} ({len(part)})<a class=top href='#top'>"
+                   f"back to top</a></h2><p class=note>{html.escape(ledger.counts(part))}; unstable across runs: "
+                   f"{unstable}</p><table class=ledger><thead><tr>{head}</tr></thead><tbody>"
                    f"{_ledger_rows(part, links, sections)}</tbody></table>")
     return "".join(out)
 
@@ -208,8 +219,9 @@ def _bars(df: pd.DataFrame, studies: list[str], sections: set[str]) -> str:
         rows = []
         for s in studies:
             counts = part[part.study == s].verdict.value_counts()
-            segs = "".join(f"<span title='{html.escape(v)}: {counts[v]}' style='background:{ledger.VERDICT_COLORS[v]};"
-                           f"width:{300 * counts[v] / most:.0f}px'>{counts[v]}</span>" for v in verdicts if counts.get(v, 0))
+            segs = "".join(f"<span title='{html.escape(v)}: {counts[v]}' style='background:"
+                           f"{ledger.VERDICT_COLORS[v]};width:{300 * counts[v] / most:.0f}px'>{counts[v]}</span>"
+                           for v in verdicts if counts.get(v, 0))
             name = SHORT.get(s, s)
             name = f"<a href='#{s}'>{html.escape(name)}</a>" if s in sections else html.escape(name)
             rows.append(f"<tr><td>{name}</td><td><div class=bar>{segs or '<i>none</i>'}</div></td></tr>")
@@ -316,6 +328,7 @@ def _not_run_only(png: Path, rows: pd.DataFrame) -> bool:
 def _figure(study: str, png: Path, rows: pd.DataFrame) -> str:
     img = base64.b64encode(png.read_bytes()).decode()
     title = report_links.label(png.stem)
+    title = title[:1].upper() + title[1:]
     back = ("Ledger rows this figure backs: " + "; ".join(
         f"<a href='#{html.escape(row_id(r.study, r.claim_id))}'>{html.escape(_summary(_words(r.claim)))}</a> "
         f"(<span style='color:{ledger.VERDICT_COLORS.get(r.verdict, '#111')}'>{html.escape(r.verdict)}</span>)"

@@ -159,7 +159,8 @@ def markdown(text: str, max_rows: int | None = 60) -> str:
         if line.startswith("#"):
             out.append(f"<h4>{html.escape(line.lstrip('#').strip())}</h4>")
         elif line.strip():
-            out.append(f"<p>{html.escape(line.strip().lstrip('-* ').strip() if line.lstrip()[:2] in ('- ', '* ') else line)}</p>")
+            bullet = line.lstrip()[:2] in ("- ", "* ")
+            out.append(f"<p>{html.escape(line.strip()[2:].strip() if bullet else line)}</p>")
     flush()
     return "".join(out)
 
