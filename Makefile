@@ -52,14 +52,12 @@ asv-publish: venv
 	cd benchmarks && HOME=$(CURDIR)/.cache/asv-home ../$(VENV)/bin/asv publish
 
 # Every GPU path on a lent CUDA host in one call (README "Checking the GPU paths on a lent CUDA host in one
-# call"); PARTS=env,tests,profile,targets reruns only the named parts. PARTS is checked first; then the venv
-# as for the other targets, except on an offline CUDA host that carries .offline-gpu/ and has no .venv,
-# where the script installs the pack into the host's python3.
+# call"); PARTS=env,tests,profile,targets reruns only the named parts. The script checks its input first, then
+# makes the venv as the other targets do, except on an offline CUDA host that carries .offline-gpu/ and has
+# no .venv, where it installs the pack into the host's python3.
 PARTS ?=
 gpu-check:
-	@$(PYTHON) scripts/gpu_check.py --check-parts --parts '$(PARTS)'
-	@if [ -x $(VENV)/bin/python ] || [ ! -f .offline-gpu/setup.sh ]; then $(MAKE) --no-print-directory venv; fi
-	$(PYTHON) scripts/gpu_check.py --parts '$(PARTS)' --venv $(VENV)
+	$(PYTHON) scripts/gpu_check.py --parts '$(PARTS)' --venv $(VENV) --make-venv '$(MAKE) --no-print-directory venv'
 
 clean-results:
 	rm -rf results/$(PROFILE) figures/$(PROFILE) reports/$(PROFILE)

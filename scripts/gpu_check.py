@@ -65,8 +65,9 @@ def check_pack(root: Path) -> None:
                       "offline-gpu pack.sh and carry the whole folder)")
 
 
-def choose_python(root: Path, venv: str) -> tuple[str, str]:
-    """(python to run the parts with, how it was chosen), or :class:`Refused`."""
+def choose_python(root: Path, venv: str, can_make_venv: bool = False) -> tuple[str, str]:
+    """(python to run the parts with, how it was chosen: the venv, to be made by ``make venv`` where
+    ``can_make_venv``, or the host's python3 with the offline pack), or :class:`Refused`."""
     vpy = root / venv / "bin" / "python"
     if vpy.exists():
         return str(vpy), f"{venv}/bin/python"
@@ -75,15 +76,18 @@ def choose_python(root: Path, venv: str) -> tuple[str, str]:
         if not shutil.which("nvidia-smi"):
             raise Refused(f"the offline pack {PACK}/ is for a CUDA host, but nvidia-smi is not on PATH here")
         return "python3", f"host python3 with the offline pack {PACK}/"
-    raise Refused(f"no {venv}/bin/python and no offline pack {PACK}/: run `make venv` (online), or carry the "
-                  "pack to an offline CUDA host (README: Checking the GPU paths on a lent CUDA host in one call)")
+    if can_make_venv and not nvidia_present():
+        return str(vpy), f"{venv}/bin/python (made by make venv)"
+    raise Refused(f"no {venv}/bin/python and no offline pack {PACK}/" + (" on this CUDA host" if nvidia_present()
+                  else "") + ": run `make venv` where there is a network, or build the pack and carry it to an "
+                  "offline CUDA host (README: Checking the GPU paths on a lent CUDA host in one call)")
 
 
-def preflight(root: Path, venv: str) -> tuple[str, str]:
+def preflight(root: Path, venv: str, can_make_venv: bool = False) -> tuple[str, str]:
     if nvidia_present() and not shutil.which("nvidia-smi"):
         raise Refused("an NVIDIA device is present (/dev/nvidia0) but nvidia-smi is not on PATH: the env part "
                       "and the GPU-memory sizing need it")
-    return choose_python(root, venv)
+    return choose_python(root, venv, can_make_venv)
 
 
 def install(py: str, how: str, work: Path) -> dict | None:
@@ -265,14 +269,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--parts", default=os.environ.get("PARTS", ""))
     ap.add_argument("--venv", default=".venv")
     ap.add_argument("--work", default="gpu-check")
-    ap.add_argument("--check-parts", action="store_true", help="only validate PARTS (the Makefile's first step)")
+    ap.add_argument("--make-venv", default="", help="command that makes or updates the venv (the Makefile's "
+                    "`make venv`), run after every check passed, unless the offline pack is used")
     a = ap.parse_args(argv)
     t0 = time.perf_counter()
     try:
         parts = parse_parts(a.parts)
-        if a.check_parts:
-            return 0
-        py, how = preflight(ROOT, a.venv)
+        py, how = preflight(ROOT, a.venv, bool(a.make_venv))
+        if a.make_venv and not how.startswith("host"):
+            if subprocess.run(a.make_venv, shell=True, cwd=ROOT).returncode:
+                raise Refused(f"`{a.make_venv}` failed: see its output above")
         work = ROOT / a.work
         (work / "parts").mkdir(parents=True, exist_ok=True)
         inst = install(py, how, work)

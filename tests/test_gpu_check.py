@@ -39,6 +39,12 @@ def test_an_unknown_part_is_refused_before_any_work(tmp_path):
 def test_a_missing_venv_or_an_incomplete_offline_pack_is_named(tmp_path, monkeypatch):
     with pytest.raises(gpu_check.Refused, match="no .venv/bin/python and no offline pack"):
         gpu_check.choose_python(tmp_path, ".venv")
+    monkeypatch.setattr(gpu_check, "nvidia_present", lambda: False)
+    assert gpu_check.choose_python(tmp_path, ".venv", can_make_venv=True)[1].endswith("(made by make venv)")
+    monkeypatch.setattr(gpu_check, "nvidia_present", lambda: True)   # an offline CUDA host: no pip there
+    with pytest.raises(gpu_check.Refused, match="no offline pack .offline-gpu/ on this CUDA host"):
+        gpu_check.choose_python(tmp_path, ".venv", can_make_venv=True)
+    monkeypatch.undo()
     (tmp_path / ".offline-gpu" / "whl").mkdir(parents=True)
     (tmp_path / ".offline-gpu" / "setup.sh").write_text("")
     with pytest.raises(gpu_check.Refused, match=r"incomplete: missing site.tar.xz, whl/\*.whl"):
