@@ -66,6 +66,12 @@ def test_reads_are_byte_exact_direct_and_mmap(backing):
         with open(p, "rb") as fh, mmap.mmap(fh.fileno(), 0, prot=mmap.PROT_READ) as m:
             assert m[123456:123456 + 5000] == data[123456:123456 + 5000]
             assert m[-10:] == data[-10:]
+            from bench.espn.system import backends
+
+            cached = backends.resident_bytes(p)   # opens the file again: the cache must stay
+            assert cached >= 2 * 4096 and backends.resident_bytes(p) == cached
+        backends.evict_page_cache(p)          # what a cold start does (the mapping gone)
+        assert backends.resident_bytes(p) < cached
 
 
 def test_device_keeps_its_queue_depth(backing):
@@ -83,14 +89,24 @@ def test_always_unmounted_even_on_error(backing):
     d, _ = backing
     mp = None
     with pytest.raises(RuntimeError, match="boom"):
-        with fuse_ssd.LatencyDevice(d, 0.0, threads=2) as dev:
+        with fuse_ssd.LatencyDevice(d, 0.0, threads=4, procs=2) as dev:
             mp = dev.mountpoint
             assert fuse_ssd.is_mounted(mp)
             server = dev._server
             raise RuntimeError("boom")
     assert not fuse_ssd.is_mounted(mp)
     assert not mp.exists()
-    assert server.poll() is not None   # the server process is gone too
+    assert server.poll() is not None   # the server process is gone too, and every process it forked
+    import time
+
+    for _ in range(50):
+        try:
+            os.killpg(server.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("a forked server process outlived the device")
 
 
 def test_unavailable_says_what_to_install(monkeypatch):
@@ -136,7 +152,7 @@ def test_back_ends_run_in_an_order_of_each_process():
 
 def test_threads_named_per_back_end():
     from bench.espn import STUDY
-    from bench.espn.worker import threads_of
+    from bench.espn.steps.inputs import threads_of
 
     p = STUDY.parameters({})
     assert "page faults serial" in threads_of("mmap", p)

@@ -13,7 +13,7 @@ from .analysis import (E2E, bow_cls, disk_words, emulated_keys, eq4_table, hitra
                        reader_engine, ssd_words)
 from .params import Params
 from .system.eq4 import ESPN_BATCH
-from .system.pipeline import PREFETCHER, PREFETCHER_SERIAL
+from .system.eq4 import PREFETCHER, PREFETCHER_SERIAL
 
 MIN_QD_GAIN = 4.0   # a device counts as parallel when its QD32 rate is at least this many times its QD1 rate
 

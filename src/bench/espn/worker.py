@@ -24,7 +24,9 @@ from .params import Params
 from .steps import inputs
 from .system import backends, encoders, memory_budget as memory, slow_ssd
 from .system.maxsim import resolve_device
-from .system.pipeline import PREFETCHER, Retriever
+from .steps.inputs import threads_of
+from .system.eq4 import PREFETCHER
+from .system.pipeline import Retriever
 
 
 @dataclasses.dataclass
@@ -73,22 +75,6 @@ def _open(s: Setup, kind: str):
     r = Retriever(s.b.index, store, p.k, min(p.nprobe, s.b.index.nlist), p.k,
                   p.prefetch_step if pre else None, s.device, p.bow_weight, p.prefetch_chunk)
     return store, r
-
-
-def threads_of(kind: str, p: Params, bg_engine: str | None = None) -> str:
-    """The threads a back end uses, in words (records and captions)."""
-    ms = f"1 MaxSim thread (torch intra-op {p.maxsim_threads})"
-    if kind == "memory":
-        return f"{ms}; no I/O"
-    if kind == "mmap":
-        return f"{ms}; page faults serial on that thread"
-    reads = f"{p.io_depth} O_DIRECT preadv threads ({backends.pick_engine(p.io_engine)})"
-    if kind == "direct":
-        return f"{ms} + {reads} on the critical path"
-    if kind == "direct_prefetch":
-        return (f"{ms} + {reads} for misses + 1 prefetch thread ({bg_engine or backends.pick_engine(p.io_engine)} "
-                "reads) + 1 early-rerank MaxSim thread")
-    return ms
 
 
 def _source(s: Setup) -> str:

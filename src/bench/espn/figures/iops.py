@@ -13,6 +13,17 @@ from ...core.figures import figure
 from . import _shared as S
 
 
+def _disk(df: pd.DataFrame) -> str:
+    """The disk named, from the step's provenance (as the OS reports it)."""
+    d = df.attrs.get("provenance", {}).get("disk") or {}
+    if not d.get("disk_name"):
+        return "The disk is not recorded in these records."
+    rot = d.get("disk_rotational")
+    return (f"The disk: {d['disk_name']}, {d.get('disk_model')}, rotational flag "
+            f"{'?' if rot is None else int(bool(rot))} and queue depth {d.get('disk_queue_depth')} as the OS "
+            "reports them (a VM's virtual disk may report itself rotational).")
+
+
 @figure("iops", records=("iops",), title="our O_DIRECT reader against fio")
 def iops(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     df = data["iops"]
@@ -38,5 +49,6 @@ def iops(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     n = int(g[g.status == "ok"].repeats.max()) if (g.status == "ok").any() else 0
     caption = ("Our O_DIRECT readers (thread pool of preadv; Linux native AIO) against fio on the same file in the "
                f"same job, 4 KiB random reads; median of {n} repeats, bars min-max. A row marked 'not run' says why "
-               "(e.g. fio not installed); the table beside the figure carries the same reason.")
+               "(e.g. fio not installed); the table beside the figure carries the same reason. "
+               + _disk(df))
     return plotting.save(fig, out_png, caption) + S.table(g, out_png)

@@ -13,7 +13,7 @@ from ...core.step import Context, Result
 from ...core.study import step
 from ..system import backends, candidates
 from ..system.eq4 import ESPN_BATCH as ESPN
-from ..system.pipeline import PREFETCHER_SERIAL
+from ..system.eq4 import PREFETCHER_SERIAL
 from . import inputs
 
 METHOD = ("Figures 8/9: critical-path embedding access latency vs query batch size, as the paper "

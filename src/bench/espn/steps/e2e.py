@@ -24,8 +24,8 @@ from ...core.study import step
 from ..params import Params
 from ..system import backends, fuse_ssd, memory_budget as memory, slow_ssd
 from ..system.backends import BackendUnavailable
-from ..system.pipeline import PREFETCHER, PREFETCHERS
-from ..worker import threads_of
+from ..system.eq4 import PREFETCHER, PREFETCHERS
+from .inputs import threads_of
 from . import inputs
 
 METHOD = ("End-to-end latency per query (wall clock): live query encoding, ANN (coarse + "

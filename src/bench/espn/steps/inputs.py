@@ -121,3 +121,25 @@ def prefetch_engine(p: Params) -> str | None:
     if e in (None, "same") or (e == "aio" and not aio.available()):
         return None
     return e
+
+
+def _engine(e: str) -> str:
+    from ..system import backends
+
+    return backends.pick_engine(e)
+
+
+def threads_of(kind: str, p: Params, bg_engine: str | None = None) -> str:
+    """The threads a back end uses, in words (records and captions)."""
+    ms = f"1 MaxSim thread (torch intra-op {p.maxsim_threads})"
+    if kind == "memory":
+        return f"{ms}; no I/O"
+    if kind == "mmap":
+        return f"{ms}; page faults serial on that thread"
+    reads = f"{p.io_depth} O_DIRECT preadv threads ({_engine(p.io_engine)})"
+    if kind == "direct":
+        return f"{ms} + {reads} on the critical path"
+    if kind == "direct_prefetch":
+        return (f"{ms} + {reads} for misses + 1 prefetch thread ({bg_engine or _engine(p.io_engine)} "
+                "reads) + 1 early-rerank MaxSim thread")
+    return ms

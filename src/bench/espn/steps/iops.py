@@ -13,7 +13,7 @@ from ...core import records
 from ...core.step import Context, Result
 from ...core.study import step
 from ..params import Params
-from ..system import aio, backends
+from ..system import aio, backends, slow_ssd
 from . import inputs
 
 METHOD = ("4 KiB random reads, O_DIRECT, on the embedding table: our thread-pool preadv reader (wall clock "
@@ -78,7 +78,8 @@ def iops(ctx: Context) -> Result:
     ok = df[df.status == "ok"]
     summ = records.summarize_runs(ok, ["tool", "qd"], "iops") if len(ok) else None
     return Result(records=df, summary=summ, method=METHOD, **inputs.result_ids(b),
-                  provenance=inputs.provenance(b, reader_engine=_reader_engine(ctx.params)))
+                  provenance=inputs.provenance(b, reader_engine=_reader_engine(ctx.params),
+                                               disk=slow_ssd.disk_info(b.table)))
 
 
 def _reader_engine(p: Params) -> str | None:

@@ -6,7 +6,13 @@ from __future__ import annotations
 
 ESPN_BATCH = "ESPN (direct + serial-wait prefetch)"   # the batch simulation's ESPN series (Figures 8-10):
 # its prefetcher is the paper's serial one (the critical path waits for the whole prefetch), not the e2e
-# pipeline's cut-concurrent one (bench.espn.system.pipeline.PREFETCHERS)
+# pipeline's cut-concurrent one (PREFETCHERS below)
+# The two prefetchers of this study, named for what they do (records, figures and claim rows):
+PREFETCHER = "cut-concurrent"   # this pipeline's (the e2e step): cut at the final top n, misses read concurrently
+PREFETCHER_SERIAL = "serial-wait"   # the batch step's simulation: the critical path waits for the whole prefetch
+PREFETCHERS = {PREFETCHER: "cut at the final top n; misses read concurrently with the prefetch's rest (e2e)",
+               PREFETCHER_SERIAL: "the critical path waits for the whole prefetch, then reads the misses "
+                                  "(the paper's serial version; batch step)"}
 KNEE_FACTOR = 1.5   # the knee: the first batch where ESPN's critical access exceeds 1.5x memory's
 
 

@@ -11,11 +11,12 @@ reads the backing file with ``O_DIRECT`` (the real disk's own latency comes on t
 the backing file is cached outside the reader's memory cgroup).
 
 - Opens with ``O_DIRECT`` get ``FOPEN_DIRECT_IO`` (every read goes to the server, bypassing the
-  cache); other opens are page-cache backed, so ``mmap`` page faults go through the kernel's page
+  cache); other opens are page-cache backed (``FOPEN_KEEP_CACHE``: a new open keeps what is cached), so ``mmap`` page faults go through the kernel's page
   cache (charged to the faulting process's memory cgroup) and each miss is one READ of a page
   (``max_readahead`` is set in INIT and recorded; ``MADV_RANDOM`` turns readahead off anyway).
 - ``FUSE_ASYNC_DIO`` lets native AIO keep several direct reads in flight; ``max_background`` is
-  the thread count.
+  the thread count. The threads are spread over a few forked processes (``procs``), so one
+  interpreter lock does not cap the device's parallelism.
 
 :class:`LatencyDevice` mounts and always unmounts (``umount2(MNT_DETACH)``, on exit, on error and at
 interpreter exit). :func:`available` says why it cannot run here (no ``/dev/fuse``, not root).
@@ -29,6 +30,7 @@ import errno
 import mmap
 import os
 import select
+import signal
 import stat
 import struct
 import subprocess
@@ -62,7 +64,7 @@ WRITES = {5, 6, 8, 9, 10, 11, 12, 13, 16, 21, 24, 35, 43, 45, 47, 51}
 NO_REPLY = {FORGET, INTERRUPT, BATCH_FORGET}
 
 FUSE_ASYNC_READ, FUSE_ASYNC_DIO, FUSE_PARALLEL_DIROPS, FUSE_MAX_PAGES = 1 << 0, 1 << 15, 1 << 18, 1 << 22
-FOPEN_DIRECT_IO = 1 << 0
+FOPEN_DIRECT_IO, FOPEN_KEEP_CACHE = 1 << 0, 1 << 1
 MAX_PAGES = 256          # 1 MiB per request: no record read is split into several
 READ_LIMIT = MAX_PAGES * mmap.PAGESIZE
 BUF = READ_LIMIT + 2 * mmap.PAGESIZE
@@ -196,7 +198,9 @@ class Server:
             flags, _ = OPEN_IN.unpack_from(body)
             if flags & (os.O_WRONLY | os.O_RDWR):
                 return self._reply(unique, err=errno.EROFS) or True
-            self._reply(unique, OPEN_OUT.pack(0, FOPEN_DIRECT_IO if flags & os.O_DIRECT else 0, 0))
+            # the files never change: a new open keeps the page cache (without KEEP_CACHE every open,
+            # e.g. a mincore check of residency, would drop the cached pages)
+            self._reply(unique, OPEN_OUT.pack(0, FOPEN_DIRECT_IO if flags & os.O_DIRECT else FOPEN_KEEP_CACHE, 0))
         elif op == OPENDIR:
             self._reply(unique, OPEN_OUT.pack(0, 0, 0))
         elif op == READDIR:
@@ -228,14 +232,37 @@ class Server:
             if not req or not self.handle(req, buf):
                 return
 
-    def serve(self) -> None:
-        workers = [threading.Thread(target=self._loop, daemon=True, name=f"fuse-ssd-{i}")
-                   for i in range(self.threads)]
+    def serve(self, procs: int = 1) -> None:
+        """Answer INIT here, then serve with ``threads`` threads spread over ``procs`` processes (forked
+        after INIT; each has its own interpreter lock, so the pass-through's own overhead does not cap the
+        device's parallelism at one core's worth of Python)."""
+        buf = mmap.mmap(-1, BUF)
+        while not self.ready.is_set():
+            req = os.read(self.fd, BUF)
+            if not req or not self.handle(req, buf):
+                return
+        sys.stdout.write("ready\n")
+        sys.stdout.flush()
+        procs = max(1, min(int(procs), self.threads))
+        share = [self.threads // procs + (1 if i < self.threads % procs else 0) for i in range(procs)]
+        children = []
+        for n in share[1:]:
+            pid = os.fork()
+            if pid == 0:
+                self._threads(n)
+                os._exit(0)
+            children.append(pid)
+        self._threads(share[0])
+        for pid in children:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+
+    def _threads(self, n: int) -> None:
+        workers = [threading.Thread(target=self._loop, daemon=True, name=f"fuse-ssd-{i}") for i in range(n)]
         for t in workers:
             t.start()
-        if self.ready.wait(30):
-            sys.stdout.write("ready\n")
-            sys.stdout.flush()
         for t in workers:
             t.join()
 
@@ -246,7 +273,8 @@ class LatencyDevice:
     pass-through adding ``latency_s`` to every read, with ``threads`` reads in flight at most.
     ``path(name)`` is a file on it. Always unmounted on exit (and at interpreter exit)."""
 
-    def __init__(self, backing: str | os.PathLike, latency_s: float, threads: int = 32, max_readahead: int = 0):
+    def __init__(self, backing: str | os.PathLike, latency_s: float, threads: int = 32, max_readahead: int = 0,
+                 procs: int | None = None):
         ok, why = available()
         if not ok:
             raise RuntimeError(f"emulated SSD (FUSE latency device) unavailable: {why}")
@@ -254,6 +282,7 @@ class LatencyDevice:
             raise ValueError(f"latency must be >= 0 and threads >= 1, got {latency_s}, {threads}")
         self.backing = Path(backing).resolve()
         self.latency_s, self.threads, self.max_readahead = float(latency_s), int(threads), int(max_readahead)
+        self.procs = int(procs or min(4, self.threads))
         self.mountpoint: Path | None = None
         self._fd: int | None = None
         self._server: subprocess.Popen | None = None
@@ -264,7 +293,8 @@ class LatencyDevice:
     def describe(self) -> dict:
         """What a record says of the device."""
         return {"ssd": "emulated", "ssd_emulation": "fuse-latency", "ssd_latency_us": self.latency_s * 1e6,
-                "ssd_threads": self.threads, "ssd_max_readahead": self.max_readahead}
+                "ssd_threads": self.threads, "ssd_server_processes": self.procs,
+                "ssd_max_readahead": self.max_readahead}
 
     def __enter__(self) -> "LatencyDevice":
         atexit.register(self.close)
@@ -292,8 +322,9 @@ class LatencyDevice:
     def _start_server(self) -> None:
         cmd = [sys.executable, "-m", "bench.espn.system.fuse_ssd", "--fd", str(self._fd), "--backing",
                str(self.backing), "--latency-s", repr(self.latency_s), "--threads", str(self.threads),
-               "--max-readahead", str(self.max_readahead)]
-        self._server = subprocess.Popen(cmd, pass_fds=(self._fd,), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+               "--max-readahead", str(self.max_readahead), "--procs", str(self.procs)]
+        self._server = subprocess.Popen(cmd, pass_fds=(self._fd,), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        start_new_session=True)   # its own process group: all its processes go
         ready, _, _ = select.select([self._server.stdout], [], [], 60)
         line = self._server.stdout.readline() if ready else b""
         if line.strip() != b"ready":
@@ -308,13 +339,15 @@ class LatencyDevice:
             os.close(self._fd)
             self._fd = None
         if self._server is not None:
-            if self._server.poll() is None:
-                self._server.terminate()
-                try:
-                    self._server.wait(5)
-                except subprocess.TimeoutExpired:
-                    self._server.kill()
-                    self._server.wait()
+            try:
+                os.killpg(self._server.pid, signal.SIGTERM)   # the server and the processes it forked
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                self._server.wait(5)
+            except subprocess.TimeoutExpired:
+                self._server.kill()
+                self._server.wait()
             for f in (self._server.stdout, self._server.stderr):
                 f.close()
             self._server = None
@@ -373,8 +406,9 @@ def main(argv=None) -> int:
     ap.add_argument("--latency-s", type=float, required=True)
     ap.add_argument("--threads", type=int, required=True)
     ap.add_argument("--max-readahead", type=int, default=0)
+    ap.add_argument("--procs", type=int, default=1)
     a = ap.parse_args(argv)
-    Server(a.fd, a.backing, a.latency_s, a.threads, a.max_readahead).serve()
+    Server(a.fd, a.backing, a.latency_s, a.threads, a.max_readahead).serve(a.procs)
     return 0
 
 

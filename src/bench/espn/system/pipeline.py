@@ -26,12 +26,7 @@ from .backends import EmbeddingStore
 from .maxsim import combine, maxsim, partial_rerank
 from .candidates import PrefetchConfigError
 
-# The two prefetchers of this study, named for what they do (records, figures and claim rows):
-PREFETCHER = "cut-concurrent"   # this pipeline's (the e2e step): cut at the final top n, misses read concurrently
-PREFETCHER_SERIAL = "serial-wait"   # the batch step's simulation: the critical path waits for the whole prefetch
-PREFETCHERS = {PREFETCHER: "cut at the final top n; misses read concurrently with the prefetch's rest (e2e)",
-               PREFETCHER_SERIAL: "the critical path waits for the whole prefetch, then reads the misses "
-                                  "(the paper's serial version; batch step)"}
+from .eq4 import PREFETCHER, PREFETCHER_SERIAL, PREFETCHERS  # noqa: F401  (the two prefetchers, named)
 
 
 @dataclass
