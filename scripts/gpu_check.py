@@ -245,9 +245,9 @@ def write_summary(work: Path, s: dict) -> None:
     if out:
         dst = Path(out) / "gpu-check"
         dst.mkdir(parents=True, exist_ok=True)
-        for f in ["summary.md", "summary.json", *(f"{p}.log" for p in PARTS)]:
+        for f in ["summary.md", "summary.json", "install.log", *(f"{p}.log" for p in PARTS)]:
             src = work / f
-            if src.exists():   # at most 6 files; a log is cut to its last 4 MB
+            if src.exists():   # at most 7 files (the tool brings back 8); a log is cut to its last 4 MB
                 data = src.read_bytes()
                 (dst / f).write_bytes(data[-(4 << 20):])
 
