@@ -255,7 +255,7 @@ def trinity_engine(p: dict, device: str | None, cores: int) -> list[dict]:
         f"HNSW never reached recall {RECALL} (best {max(c['recall'] for c in h_curve):.3f})"
     if not gpu:
         rows += [not_run(T, "q/s at recall@10 >= 0.95 vs exact brute force (same GPU)", NO_CUDA,
-                         "exact brute force, CPU (stand-in anchor)", ex_qps, goal=">= 2x", unit="q/s", size=size),
+                         "exact brute force, CPU (no GPU here)", ex_qps, goal=">= 2x", unit="q/s", size=size),
                  not_run(T, "q/s at recall@10 >= 0.95 vs faiss HNSW (all cores)", NO_CUDA,
                          f"faiss HNSW, {cores} cores", h["qps"] if h else None, unit="q/s", size=size, note=h_note)]
         return rows
