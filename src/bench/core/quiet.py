@@ -48,10 +48,11 @@ def is_busy(before: dict, after: dict, threshold: float = BUSY_SHARE) -> bool:
     return any(s.get("busy_share", 0.0) > threshold for s in (before, after))
 
 
-def wait_until_quiet(bound_s: float = WAIT_BOUND_S, threshold: float = BUSY_SHARE,
+def wait_until_quiet(bound_s: float | None = None, threshold: float = BUSY_SHARE,
                      sampler=sample) -> dict:
-    """Sample until the machine is quiet or ``bound_s`` has passed: the last sample, with ``waited_s``
-    (seconds spent waiting), ``samples`` and ``quiet`` (whether it ended quiet)."""
+    """Sample until the machine is quiet or ``bound_s`` (default :data:`WAIT_BOUND_S`) has passed: the last
+    sample, with ``waited_s`` (seconds spent waiting), ``samples`` and ``quiet`` (whether it ended quiet)."""
+    bound_s = WAIT_BOUND_S if bound_s is None else bound_s
     t0 = time.perf_counter()
     n = 0
     while True:

@@ -53,7 +53,25 @@ def _cuda_rows(layout, xq, Iq, k, Dq_t, repeats, faiss_ids, base) -> list[dict]:
             for r, s in enumerate(tc.runs)]
 
 
-@step("scan", needs=("manifest", "index"), processes=True)
+SCAN_RATIO_MAX, GBPS_MIN = 2.0, 1.0   # the thresholds of the two targets the scan's timings decide
+
+
+def decided(rows: pd.DataFrame, params) -> bool:
+    """Stage 1 of the two-stage design (:mod:`bench.core.sequential`): do this dataset's intervals, drawn at
+    the design's level over the fresh processes, already clear both targets (torch within 2x of faiss, faiss
+    >= 1.0 GB/s per core)? When not, a second stage of as many processes runs."""
+    from ...core import claims, sequential
+
+    m = rows[(rows.phase == "measured") & (rows.device == "cpu")] if "phase" in rows else rows[rows.device == "cpu"]
+    t, f = m[m.impl == "torch"], m[m.impl == "faiss"]
+    if t.empty or f.empty:
+        return True
+    _, lo, hi = claims.bootstrap_ci(t.pair_ratio_torch_over_faiss, level=sequential.LEVEL, groups=t.process)
+    _, glo, ghi = claims.bootstrap_ci(f.gbps_per_core, level=sequential.LEVEL, groups=f.process)
+    return (sequential.clears(SCAN_RATIO_MAX, "<=")(lo, hi) and sequential.clears(GBPS_MIN)(glo, ghi))
+
+
+@step("scan", needs=("manifest", "index"), processes=True, decide=decided)
 def scan(ctx: Context) -> Result:
     """Torch PQ scan vs faiss scan of the same lists, on ``scan.threads`` threads (1 = per core)."""
     import torch
