@@ -197,8 +197,9 @@ def _stage_premises(m: pd.DataFrame, stage: str, knees: np.ndarray, flat_gain: f
         gain = float(g.last_gain.dropna().iloc[0]) if g.last_gain.notna().any() else float("nan")
         why = str(g.sweep_stopped.dropna().iloc[0]) if "sweep_stopped" in g and g.sweep_stopped.notna().any() else ""
         out.insert(0, claims.Premise(f"{stage} saturates inside the sweep", flat,
-                                     f"the last doubling to batch {hi_x:g} changed its median utilisation by "
-                                     f"{gain:+.0%} (flat at <= {flat_gain:+.0%})"
+                                     f"up to batch {hi_x:g}, the last doubling changed its median utilisation by "
+                                     f"{gain:+.0%} (flat: the last two batches each within {flat_gain:+.0%} of the "
+                                     "best before them)"
                                      + ("" if flat else f"; the sweep stopped: {why}")))
     return out
 
