@@ -161,13 +161,16 @@ def _memory_claims(df) -> list[claims.Claim]:
         d = ok.pss_smaps_max_reldiff.dropna().to_numpy()
         e = lo = hi = float(np.max(d)) if len(d) else float("nan")
         out.append(claims.claim(STUDY, "target-pss-agrees-with-smaps",
-                           "target: summed PSS agrees within 10% with /proc/<pid>/smaps_rollup over the same tree",
+                           "target: summed PSS (psutil) agrees within 10% with /proc/<pid>/smaps summed over the same tree",
                            "— (a check of our method)", ours=e, ci=(lo, hi), threshold=0.10, direction="<=",
                            unit="max relative difference", scale=f"{len(d)} runs",
                            machine_busy=False, interval=f"exact: the largest difference over the {len(d)} runs "
                            "observed (a maximum over every run, not an estimate)", reason="largest distance, relative, of psutil's summed PSS outside the bracket of two "
-                                  "smaps_rollup readings (just before and after it, per process) in any run's measured steps; "
-                                  "the unit test checks a fixed process tree"))
+                                  "/proc/<pid>/smaps readings (every mapping's Pss summed by our code, just before and "
+                                  "after psutil's, per process) in any run's measured steps. psutil reads "
+                                  "smaps_rollup, so the check compares two files of the kernel's one PSS accounting: "
+                                  "it checks psutil's reading and our tree summation, not the kernel; the unit test "
+                                  "checks a fixed process tree"))
     return out
 
 

@@ -5,7 +5,10 @@ measured the way the authors meant:
   shared pages split between the processes that map them, so nothing is counted twice; USS (pages only
   one process maps) and RSS beside it; sampled during the run (peak and mean);
 - the paper's method beside it: the main process's RSS (times the replica count for DDP);
-- an independent reading of ``/proc/<pid>/smaps_rollup`` over the same tree, to check psutil's PSS;
+- a second reading of PSS over the same tree from another file, ``/proc/<pid>/smaps`` (every mapping's
+  ``Pss:`` summed here), to check psutil's PSS and our summation over the tree. psutil reads
+  ``smaps_rollup`` itself, so that file would be the same source read twice (issue 29); both files are the
+  kernel's one PSS accounting, so the check is of the harness's reading, not of the kernel;
 - a memory cap (as root: cgroup v1 ``memory.limit_in_bytes`` or cgroup v2 ``memory.max``, see
   :mod:`bench.core.cgroups`) so that a run that needs more memory than the cap is OOM-killed alone (the
   paper's OOM cells) and never takes the machine down.
@@ -43,7 +46,8 @@ def own_pss() -> int:
 
 
 def smaps_rollup_pss(pid: int) -> int | None:
-    """PSS in bytes read straight from ``/proc/<pid>/smaps_rollup`` (None if the process is gone)."""
+    """PSS in bytes read straight from ``/proc/<pid>/smaps_rollup`` (None if the process is gone). psutil's
+    ``memory_full_info`` reads this same file: not an independent check of it (see :func:`smaps_pss`)."""
     try:
         for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
             if line.startswith("Pss:"):
@@ -53,9 +57,19 @@ def smaps_rollup_pss(pid: int) -> int | None:
     return None
 
 
+def smaps_pss(pid: int) -> int | None:
+    """PSS in bytes summed here over every mapping's ``Pss:`` line of ``/proc/<pid>/smaps`` (None if the
+    process is gone): another file than the one psutil reads, summed by our code."""
+    try:
+        text = Path(f"/proc/{pid}/smaps").read_text()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    return 1024 * sum(int(line.split()[1]) for line in text.splitlines() if line.startswith("Pss:"))
+
+
 def reading(pids, independent: bool = False, per_process: bool = False) -> dict:
     """One reading of the tree rooted at ``pids``: summed PSS, USS and RSS, the first root's RSS,
-    (``independent``) the summed smaps_rollup PSS of the same processes, read just before and just
+    (``independent``) the summed ``/proc/<pid>/smaps`` PSS of the same processes, read just before and just
     after each process's psutil reading (``pss_smaps_lo``/``_hi`` bracket it, ``pss_smaps_bytes`` is
     their midpoint: a process that allocates between the readings stays comparable), and (``per_process``) each process's (pid, role, pss, uss): role
     ``main``/``rank`` for a root, else ``worker`` (a DataLoader worker)."""
@@ -63,13 +77,13 @@ def reading(pids, independent: bool = False, per_process: bool = False) -> dict:
     pss = uss = rss = lo = hi = 0
     main_rss, counted, each = 0, [], []
     for p in procs:
-        before = smaps_rollup_pss(p.pid) if independent else 0
+        before = smaps_pss(p.pid) if independent else 0
         try:
             m = p.memory_full_info()
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
         if independent:
-            after = smaps_rollup_pss(p.pid)
+            after = smaps_pss(p.pid)
             if before is None or after is None:  # gone between the readings: left out of every sum
                 continue
             lo, hi = lo + min(before, after), hi + max(before, after)
