@@ -1,4 +1,4 @@
-"""The step skeleton, the figure registry, the legend check, the shared transformer."""
+"""The step skeleton, the figure registry, the legend check."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
@@ -50,42 +50,3 @@ def test_legend_over_data_fails_in_tests(tmp_path):
 def test_storage_of_names_device_and_filesystem(tmp_path):
     s = devices.storage_of(tmp_path)
     assert s["fstype"] and s["mount"]
-
-
-def test_prefill_equals_token_by_token_decode():
-    import torch
-
-    from bench.serving.transformer import Generator, LMSpec, build_model
-
-    spec = LMSpec("t", "dec", 32, 2, 4, vocab=50)
-    model = build_model(spec, 8, 16, seed=0)
-    tokens = torch.randint(0, 50, (3, 6), generator=torch.Generator().manual_seed(0))
-    logits, _ = Generator(spec, model, 3, 16).prefill(tokens)
-    g = Generator(spec, model, 3, 16)
-    for i in range(6):
-        step_logits, _ = g.step(tokens[:, i])
-    assert torch.allclose(logits, step_logits, atol=1e-4)
-
-
-@pytest.mark.gpu
-def test_transformer_runs_on_cuda_with_its_cache_there_and_matches_the_cpu():
-    """The GPU-ready issue: the KV cache and every buffer live on the model's device."""
-    import torch
-
-    from bench.serving.transformer import Generator, LMSpec, build_model
-
-    for arch in ("dec", "encdec"):
-        spec = LMSpec("t", arch, 32, 2, 4, vocab=50, enc_layers=1 if arch == "encdec" else 0)
-        cpu = build_model(spec, 8, 16, seed=0)
-        gpu = build_model(spec, 8, 16, seed=0).to("cuda")
-        tokens = torch.randint(0, 50, (3, 6), generator=torch.Generator().manual_seed(0))
-        outs = []
-        for model in (cpu, gpu):
-            g = Generator(spec, model, 3, 16)
-            assert g.kc[0].device == next(model.parameters()).device
-            if arch == "encdec":
-                g.set_memory(tokens)  # given on the CPU, moved to the model's device
-            logits, _ = g.prefill(tokens)
-            step, _ = g.step(tokens[:, 0])
-            outs.append((logits.cpu(), step.cpu()))
-        assert torch.allclose(outs[0][0], outs[1][0], atol=1e-3) and torch.allclose(outs[0][1], outs[1][1], atol=1e-3)

@@ -1,6 +1,7 @@
 """Chameleon section 6.3 (Figures 10-12): the ``ralm`` step. RALM serving per model x retrieval interval x
-configuration: random-weight ChamLM models (``system.ralm``, scaled by the profile) generate tokens and
-retrieve through the search back ends (``system.backends``; fpga-* retrieval modelled)."""
+configuration: random-weight ChamLM models (``system.ralm``: transformers' Llama and T5 architectures, scaled
+by the profile) generate tokens and retrieve through the search back ends (``system.backends``; fpga-*
+retrieval modelled)."""
 from __future__ import annotations
 
 import dataclasses
@@ -90,6 +91,7 @@ def _model_info(spec: R.LMSpec, model_, lm: LM, rp: Ralm, corpus: Corpus) -> dic
     """What ran for one model (provenance): its shape, parameter count and retrieval settings."""
     return {"arch": spec.arch, "d_model": spec.d_model, "layers": spec.layers, "enc_layers": spec.enc_layers,
             "heads": spec.heads, "params": int(sum(t.numel() for t in model_.parameters())), "k": spec.k,
+            "model_class": f"transformers.{type(model_.lm).__name__}",
             "intervals": list(lm.intervals), "vocab": spec.vocab, "seq_len": rp.seq_len,
             "retrieved_tokens": spec.retrieved_tokens, "dataset": corpus.name}
 
@@ -136,7 +138,8 @@ def ralm(ctx: Context) -> Result:
     summary = records.summarize_runs(ok, ["model", "config", "interval", "batch_size"], "step_s")
     return Result(
         records=df, summary=summary,
-        method=f"RALM generation with random-weight torch models (KV cache), {rp.seq_len} steps, batch 1 "
+        method=f"RALM generation with random-weight transformers models (Llama-architecture decoder-only, "
+               f"T5-architecture encoder-decoder; SDPA attention, static KV cache), {rp.seq_len} steps, batch 1 "
                f"(latency) and the profile's throughput batch; per step: retrieval seconds (measured, or "
                f"MODELLED for fpga-* configs: measured index scan + node model) plus measured inference "
                f"seconds; config 'none' = inference only. Layers and sequence length scaled by the profile. The "

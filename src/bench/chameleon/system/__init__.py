@@ -8,7 +8,7 @@
 - ``fpga_model``: performance model of one ChamVS memory node (sections 4.1, 4.3, 6.2);
 - ``priority_queue``: the approximate hierarchical priority queue (section 4.2, Figures 7 and 8);
 - ``protocol``, ``memory_node``, ``coordinator``: disaggregated memory nodes over TCP (sections 3, 4.3);
-- ``ralm``: ChamLM retrieval-augmented generation with the decoder LM of ``bench.serving.transformer``
+- ``ralm``: ChamLM retrieval-augmented generation with the Llama / T5 models of ``bench.serving.lm``
   (section 6.3, Table 2);
 - ``energy``: power counters (RAPL, NVML) around a measured region (Table 5).
 

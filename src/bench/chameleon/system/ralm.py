@@ -1,18 +1,19 @@
-"""ChamLM: RALM serving with random-weight transformers in torch (paper sections 2.1, 6.3; Table 2).
+"""ChamLM: RALM serving with random-weight models from transformers (paper sections 2.1, 6.3; Table 2).
 
-- Decoder-only (Dec-S 512-d / 24 layers / 8 heads, Dec-L 1024 / 96 / 16): retrieves every token with
-  the last hidden state as the query (kNN-LM): the next-token distribution is interpolated with the
-  distribution of the retrieved neighbours' next tokens.
-- Encoder-decoder (EncDec-S/L, a 2-layer encoder): every ``interval`` tokens the retrieved chunks'
-  tokens are encoded and the decoder cross-attends to them (RETRO/FiD style).
+- Decoder-only (Dec-S 512-d / 24 layers / 8 heads, Dec-L 1024 / 96 / 16), a Llama-architecture model:
+  retrieves every token with the last hidden state as the query (kNN-LM): the next-token distribution
+  is interpolated with the distribution of the retrieved neighbours' next tokens.
+- Encoder-decoder (EncDec-S/L, a 2-layer encoder), a T5-architecture model: every ``interval`` tokens the
+  retrieved chunks' tokens are encoded and the decoder cross-attends to them (RETRO/FiD style).
 
-Weights are random (timing needs no trained weights); the KV cache of the decoder's self-attention is
-preallocated, the cross-attention keys/values are recomputed after each retrieval. The query is the
-last hidden state projected to the index dimension, standardised and mapped onto the dataset's
-per-dimension mean and spread, so it probes the index the way a real query would. Retrieval goes
-through any configuration of :mod:`bench.chameleon.system.backends` (its ``seconds`` is the retrieval latency:
-measured, or modelled for the FPGA configurations). Token ids of retrieved neighbours come from a
-dummy content generator (id -> tokens), like the authors' ChamTS.
+The models come from :mod:`bench.serving.lm` (transformers configs at the profile's sizes, random weights,
+SDPA attention): the decoder's self-attention KV cache is a preallocated static cache, the cross-attention
+keys/values are recomputed after each retrieval. The query is the last hidden state projected to the
+index dimension, standardised and mapped onto the dataset's per-dimension mean and spread, so it probes
+the index the way a real query would. Retrieval goes through any configuration of
+:mod:`bench.chameleon.system.backends` (its ``seconds`` is the retrieval latency: measured, or modelled
+for the FPGA configurations). Token ids of retrieved neighbours come from a dummy content generator
+(id -> tokens), like the authors' ChamTS.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from typing import Callable
 import numpy as np
 
 from ...core.errors import ConfigError
-from ...serving.transformer import Generator, LMSpec, build_model  # noqa: F401  (re-exported)
+from ...serving.lm import Generator, LMSpec, build_model  # noqa: F401  (re-exported)
 
 
 def tokens_of(ids: np.ndarray, n_tokens: int, vocab: int) -> np.ndarray:
@@ -68,7 +69,7 @@ def generate(spec: LMSpec, model, batch: int, seq_len: int, interval: int | None
             with torch.inference_mode():
                 q = model.proj(hidden)
                 q = (q - q.mean(1, keepdim=True)) / (q.std(1, keepdim=True) + 1e-6)
-            qn = q.numpy().astype(np.float32)
+            qn = q.cpu().numpy().astype(np.float32)
             if query_mean is not None:
                 qn = (query_mean[None] + qn * query_std[None]).astype(np.float32)
             retrieved, retr_s = retrieve(qn, spec.k)

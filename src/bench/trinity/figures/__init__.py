@@ -11,7 +11,7 @@ DESCRIPTIONS = {
     "fig1_roofline": (
         "Figure 1 of Trinity measured on this machine: utilisation (FLOP/s over a measured GEMM peak on the "
         "device that ran: the GPU where there is one, else a CPU proxy for GPU utilisation) against batch size for the extend engine, prefill and decode of "
-        "the shared small transformer, with the paper's fit u(X) = min(u_max, (X/X_sat)^alpha) per stage."
+        "the shared random-weight Llama-architecture model (transformers), with the paper's fit u(X) = min(u_max, (X/X_sat)^alpha) per stage."
     ),
     "fig2_placement": (
         "Figure 2 of Trinity as an analytic model (modelled, not measured): coupled, co-located with "

@@ -52,7 +52,7 @@ def fig1_roofline(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     prov = data["roofline"].attrs["provenance"]
     cap = (f"Figure 1 of Trinity measured on this machine ({prov.get('cpu_model', 'CPU')}, device "
            f"{df.device.iloc[0]}): the extend engine (one extend with Q busy slots), and prefill/decode of the shared "
-           f"small random-weight transformer. Utilisation is achieved FLOP/s over a measured GEMM peak "
+           f"random-weight Llama-architecture model (transformers, SDPA, static KV cache). Utilisation is achieved FLOP/s over a measured GEMM peak "
            f"{df.peak_flops.iloc[0] / 1e9:.1f} GFLOP/s on {dev} ({proxy}); points: median of the timed runs, bars "
            f"min-max. Right: each stage's throughput (search: distance tasks/s; LM: tokens/s) over its own value at "
            f"the smallest batch, so a plateau is where batching stops paying. Fits: "

@@ -1,11 +1,18 @@
 """Measurement step ``roofline`` (Trinity section 2, Figure 1): on this machine, time one extend of the
-engine with Q concurrent queries, one prefill pass of the shared small transformer
-(bench.serving.transformer) at batch B, and one decode step at batch B; utilisation = achieved FLOP/s /
+engine with Q concurrent queries, one prefill pass of the shared random-weight Llama-architecture model
+(bench.serving.lm: transformers, SDPA attention, static KV cache) at batch B, and one decode step at batch B; utilisation = achieved FLOP/s /
 measured peak FLOP/s (a large float32 GEMM on the same device), fitted per stage with
 u(X) = min(u_max, (X/X_sat)^alpha) (:mod:`..system.roofline`). On a CUDA machine the engine, the
-transformer and the peak GEMM all run on the GPU, so the fit gives X_sat and alpha for the GPU, as the
-paper's Figure 1 does."""
+language model and the peak GEMM all run on the GPU, so the fit gives X_sat and alpha for the GPU, as the
+paper's Figure 1 does.
+
+The batch sweep goes on until each stage's gain flattens (issue 29): past the listed batches the largest
+is doubled while the last doubling raised the median utilisation by more than ``flat_gain``, up to
+``max_doublings`` and ``sweep_budget_s``; rows record whether the stage flattened and why the sweep
+stopped, so a knee is only claimed where the data show it."""
 from __future__ import annotations
+
+import time
 
 import numpy as np
 import pandas as pd
@@ -15,7 +22,7 @@ from ...core.errors import ConfigError
 from ...core.params import as_dict
 from ...core.step import Context, Result
 from ...core.study import step
-from ...serving.transformer import Generator, LMSpec, build_model
+from ...serving.lm import Generator, LMSpec, build_model, layer_weights
 from ..params import Params
 from ..system import roofline
 from . import inputs
@@ -23,9 +30,11 @@ from . import inputs
 METHOD = (
     "Peak: median FLOP/s of {pr} timed {n}x{n} float32 matmuls (torch, {threads} threads, after {pw} warm-up). "
     "Search: an engine with Q slots all busy (top-M {tm}), {ew} warm-up extends then {er} timed extends, "
-    "FLOPs = 3 x d x distance tasks. Prefill: one forward pass of B prompts of {T} tokens; decode: one step "
-    "of B sequences after a {ctx}-token prefill; FLOPs from the model's shapes (2 per weight per token plus "
-    "attention); {lr} timed runs after {lw} warm-up. All timers time.perf_counter, CUDA synchronised. "
+    "FLOPs = 3 x d x distance tasks. LM: a random-weight Llama-architecture model from transformers "
+    "(SDPA attention, static KV cache of {maxlen} positions). Prefill: one forward pass of B prompts of {T} "
+    "tokens; decode: one step of B sequences after a {ctx}-token prefill; FLOPs from the model's shapes "
+    "(2 per weight per token plus causal attention, masked cache positions not counted); {lr} timed runs "
+    "after {lw} warm-up. All timers time.perf_counter, CUDA synchronised. "
     "Utilisation u = FLOP/s / peak on {dev} ({proxy}).")
 
 
@@ -38,58 +47,119 @@ def _peak(n: int, repeats: int, warmup: int, dev: str) -> float:
     return float(2 * n ** 3 / np.median(t.runs))
 
 
-def _search_rows(p: Params, v: inputs.Vectors, seed: int, dev: str) -> list[dict]:
+def _search_at(p: Params, v: inputs.Vectors, seed: int, dev: str, q: int) -> list[dict]:
+    """The timed extends of an engine with ``q`` busy slots."""
     rp = p.roofline
     rows = []
-    for q in rp.search_batches:
-        eng = inputs.engine(p, v, q, rp.search_top_m, seed)
-        idx = np.arange(q) % len(v.queries)
-        eng.admit(v.queries[idx], [1] * q, [rp.search_top_m] * q, [None] * q)
-        for i in range(rp.search_warmup + rp.search_repeats):
-            with measure.Timer(cuda=dev.startswith("cuda")) as t:
-                eng.extend()
-            rows.append({"stage": "search", "x": q, "phase": "warmup" if i < rp.search_warmup else "measured",
-                         "repeat": i, "seconds": t.seconds, "work": eng.last_fill, "launches": eng.last_launches,
-                         "flops": roofline.search_flops(eng.last_fill, v.base.shape[1]), "active": eng.n_active()})
+    eng = inputs.engine(p, v, q, rp.search_top_m, seed)
+    idx = np.arange(q) % len(v.queries)
+    eng.admit(v.queries[idx], [1] * q, [rp.search_top_m] * q, [None] * q)
+    for i in range(rp.search_warmup + rp.search_repeats):
+        with measure.Timer(cuda=dev.startswith("cuda")) as t:
+            eng.extend()
+        rows.append({"stage": "search", "x": q, "phase": "warmup" if i < rp.search_warmup else "measured",
+                     "repeat": i, "seconds": t.seconds, "work": eng.last_fill, "launches": eng.last_launches,
+                     "flops": roofline.search_flops(eng.last_fill, v.base.shape[1]), "active": eng.n_active()})
     return rows
 
 
-def _lm_flops(stage: str, lm, b: int, T: int, context: int) -> float:
-    if stage == "prefill":
-        return roofline.lm_flops_prefill(lm.d_model, lm.layers, lm.vocab, 4, b, T)
-    return roofline.lm_flops_decode(lm.d_model, lm.layers, lm.vocab, 4, b, context)
+def _u(rows: list[dict], peak: float) -> float:
+    """Median utilisation of the measured runs in ``rows``."""
+    m = [r["flops"] / r["seconds"] / peak for r in rows if r["phase"] == "measured"]
+    return float(np.median(m)) if m else float("nan")
 
 
-def _lm_rows(p: Params, seed: int, dev: str) -> list[dict]:
+def _flat(us: list[float], g: float) -> bool:
+    """The gain has flattened: neither of the last two batches raised the median utilisation by more than
+    ``g`` over the best of the batches before it (two in a row, so one noisy dip does not end the sweep)."""
+    if len(us) < 3 or not all(u == u for u in us):
+        return False
+    return all(us[i] <= (1 + g) * max(us[:i]) for i in (len(us) - 1, len(us) - 2))
+
+
+def sweep(batches, at, peak: float, rp) -> tuple[list[dict], dict]:
+    """The listed batches, then doublings of the largest until the gain flattens (:func:`_flat`: the last
+    two batches each within ``rp.flat_gain`` of the best before them), up to ``rp.max_doublings`` and
+    ``rp.sweep_budget_s`` of added runs. Returns the rows (added batches marked ``extended``) and what the sweep found: whether the gain
+    flattened inside the range, the last gain, and why it stopped."""
+    rows, us = [], []
+    for x in batches:
+        r = at(x)
+        rows += r
+        us.append((x, _u(r, peak)))
+    added, spent = 0, 0.0
+    while True:
+        (x0, u0), (x1, u1) = us[-2] if len(us) > 1 else (None, float("nan")), us[-1]
+        gain = u1 / u0 - 1 if len(us) > 1 and u0 > 0 else float("nan")
+        flat = _flat([u for _, u in us], rp.flat_gain)
+        why = ("flattened" if flat else "max_doublings reached" if added >= rp.max_doublings else
+               "sweep_budget_s spent" if spent >= rp.sweep_budget_s else "")
+        if why:
+            return rows, {"flattened": flat, "last_gain": gain, "from_x": x0, "to_x": x1, "added": added,
+                          "stopped": why, "max_x": x1}
+        t0 = time.perf_counter()
+        r = [{**row, "extended": True} for row in at(2 * x1)]
+        spent += time.perf_counter() - t0
+        rows += r
+        us.append((2 * x1, _u(r, peak)))
+        added += 1
+
+
+def _lm_spec(lm) -> LMSpec:
+    return LMSpec("roofline", "dec", lm.d_model, lm.layers, lm.heads, vocab=lm.vocab)
+
+
+def _lm_max_len(rp) -> int:
+    """The static cache's length: the longer of prompt and decode context, plus every timed decode step."""
+    return max(rp.prompt_tokens, rp.decode_context) + rp.lm_repeats + rp.lm_warmup + 2
+
+
+def _lm_flops(stage: str, spec: LMSpec, b: int, T: int, context: int) -> float:
+    f = roofline.lm_flops_prefill if stage == "prefill" else roofline.lm_flops_decode
+    return f(layer_weights(spec), spec.layers, spec.d_model, spec.vocab, b, T if stage == "prefill" else context)
+
+
+def _lm_at(p: Params, seed: int, dev: str, model, stage: str, b: int) -> list[dict]:
+    """The timed prefill passes or decode steps at batch ``b``."""
     import torch
 
     rp, lm = p.roofline, p.roofline.lm
-    spec = LMSpec("roofline", "dec", lm.d_model, lm.layers, lm.heads, vocab=lm.vocab)
+    spec, max_len = _lm_spec(lm), _lm_max_len(rp)
     T, C = rp.prompt_tokens, rp.decode_context
-    model = build_model(spec, 8, max_len=max(T, C) + rp.lm_repeats + rp.lm_warmup + 2, seed=seed).to(dev)
-    rows = []
     cuda = dev.startswith("cuda")
-    for stage, batches in (("prefill", rp.prefill_batches), ("decode", rp.decode_batches)):
-        for b in batches:
-            toks = torch.randint(0, lm.vocab, (b, T if stage == "prefill" else C), device=dev)
-            gen = Generator(spec, model, b, model.pos.num_embeddings - 1)
-            if stage == "decode":
-                gen.prefill(toks)
-            for i in range(rp.lm_warmup + rp.lm_repeats):
-                if stage == "prefill":
-                    gen.len = 0
-                with measure.Timer(cuda=cuda) as t:
-                    gen.prefill(toks) if stage == "prefill" else gen.step(toks[:, 0])
-                rows.append({"stage": stage, "x": b, "phase": "warmup" if i < rp.lm_warmup else "measured",
-                             "repeat": i, "seconds": t.seconds, "work": b * (T if stage == "prefill" else 1),
-                             "flops": _lm_flops(stage, lm, b, T, gen.len)})
+    rows = []
+    toks = torch.randint(0, lm.vocab, (b, T if stage == "prefill" else C), device=dev)
+    gen = Generator(spec, model, b, max_len)
+    if stage == "decode":
+        gen.prefill(toks)
+    for i in range(rp.lm_warmup + rp.lm_repeats):
+        if stage == "prefill":
+            gen.reset()
+        with measure.Timer(cuda=cuda) as t:
+            gen.prefill(toks) if stage == "prefill" else gen.step(toks[:, 0])
+        rows.append({"stage": stage, "x": b, "phase": "warmup" if i < rp.lm_warmup else "measured",
+                     "repeat": i, "seconds": t.seconds, "work": b * (T if stage == "prefill" else 1),
+                     "flops": _lm_flops(stage, spec, b, T, gen.len - 1)})
     return rows
+
+
+def _all_rows(p: Params, v: inputs.Vectors, seed: int, dev: str, peak: float) -> tuple[list[dict], dict]:
+    """Every stage swept until its gain flattens (or its doublings or budget run out)."""
+    rp = p.roofline
+    model = build_model(_lm_spec(rp.lm), 8, max_len=_lm_max_len(rp), seed=seed).to(dev)
+    rows, found = [], {}
+    for stage, batches, at in (("search", rp.search_batches, lambda x: _search_at(p, v, seed, dev, x)),
+                               ("prefill", rp.prefill_batches, lambda x: _lm_at(p, seed, dev, model, "prefill", x)),
+                               ("decode", rp.decode_batches, lambda x: _lm_at(p, seed, dev, model, "decode", x))):
+        r, found[stage] = sweep(batches, at, peak, rp)
+        rows += r
+    return rows, found
 
 
 def _method(rp, threads: int, dev: str) -> str:
     return METHOD.format(pr=rp.lm_repeats, n=rp.peak_n, threads=threads, pw=rp.lm_warmup, tm=rp.search_top_m,
                          ew=rp.search_warmup, er=rp.search_repeats, T=rp.prompt_tokens, ctx=rp.decode_context,
-                         lr=rp.lm_repeats, lw=rp.lm_warmup, dev=dev,
+                         lr=rp.lm_repeats, lw=rp.lm_warmup, dev=dev, maxlen=_lm_max_len(rp),
                          proxy="the paper's quantity: a GPU's achieved share of its peak"
                          if dev.startswith("cuda") else "a CPU proxy for the paper's GPU utilisation")
 
@@ -104,7 +174,13 @@ def roofline_step(ctx: Context) -> Result:
     if rp.search_top_m > v.base.shape[0]:
         raise ConfigError(f"trinity.roofline.search_top_m={rp.search_top_m} exceeds N={v.base.shape[0]}")
     peak = _peak(rp.peak_n, rp.lm_repeats, rp.lm_warmup, dev)
-    df = pd.DataFrame(_search_rows(p, v, ctx.seed, dev) + _lm_rows(p, ctx.seed, dev))
+    rows, found = _all_rows(p, v, ctx.seed, dev, peak)
+    df = pd.DataFrame(rows)
+    df["extended"] = df["extended"].fillna(False).astype(bool) if "extended" in df else False
+    for stage, f in found.items():   # what each stage's sweep found, on every row of the stage
+        sel = df.stage == stage
+        df.loc[sel, "flattened"], df.loc[sel, "last_gain"] = f["flattened"], f["last_gain"]
+        df.loc[sel, "sweep_stopped"] = f["stopped"]
     df["peak_flops"] = peak
     df["u"] = df.flops / df.seconds / peak
     df["work_per_s"] = df.work / df.seconds
@@ -113,4 +189,4 @@ def roofline_step(ctx: Context) -> Result:
     fits = pd.DataFrame([{"stage": s, **roofline.fit(g_.x, g_.u)} for s, g_ in m.groupby("stage")])
     return Result(records=df, summary=fits, dataset_id=f"{v.ds.name} ({v.ds.id})", dataset_checksum=v.ds.checksum,
                   method=_method(rp, p.engine.threads, dev),
-                  provenance={"peak_flops": peak, "device": dev, "lm": as_dict(rp.lm)})
+                  provenance={"peak_flops": peak, "device": dev, "lm": as_dict(rp.lm), "sweep": found})

@@ -3,8 +3,9 @@ for vector search (X = concurrent queries Q), prefill and decode (X = batch size
 
 No GPU utilisation counter exists on this CPU machine, so utilisation is the achieved FLOP rate of a stage
 divided by the machine's measured peak (a large float32 GEMM): the same quantity the paper's roofline
-bounds (u_max = AI * B_mem / P_peak). FLOP counts: 2 FLOP per weight per token for the transformer
-(attention scores and values added per context token); 3 d FLOP per squared-L2 distance (subtract,
+bounds (u_max = AI * B_mem / P_peak). FLOP counts: 2 FLOP per weight per token for the language model (a
+Llama-architecture model from transformers, :mod:`bench.serving.lm`; attention scores and values added per
+context token); 3 d FLOP per squared-L2 distance (subtract,
 multiply, add) for the search.
 """
 from __future__ import annotations
@@ -49,18 +50,18 @@ def fit(x, u) -> dict[str, float]:
             "rmse_log": float(np.sqrt(np.mean(best.fun ** 2)))}
 
 
-def lm_flops_prefill(d_model: int, layers: int, vocab: int, ffn_mult: int, batch: int, tokens: int) -> float:
-    """FLOPs of one prefill pass of ``batch`` prompts of ``tokens`` tokens (weights + causal attention + head)."""
-    per_tok = 2 * layers * (4 * d_model * d_model + 2 * ffn_mult * d_model * d_model)
+def lm_flops_prefill(layer_weights: int, layers: int, d_model: int, vocab: int, batch: int, tokens: int) -> float:
+    """FLOPs of one prefill pass of ``batch`` prompts of ``tokens`` tokens: 2 per weight per token
+    (``layer_weights`` per layer, :func:`bench.serving.lm.layer_weights`), causal attention, and the head on the
+    last position. Useful FLOPs: the static cache's masked positions are not counted."""
     attn = 2 * layers * 2 * d_model * tokens * (tokens + 1) / 2
-    return float(batch * (tokens * per_tok + attn + 2 * d_model * vocab))
+    return float(batch * (tokens * 2 * layers * layer_weights + attn + 2 * d_model * vocab))
 
 
-def lm_flops_decode(d_model: int, layers: int, vocab: int, ffn_mult: int, batch: int, context: int) -> float:
-    """FLOPs of one decode step of ``batch`` sequences with ``context`` cached tokens."""
-    per_tok = 2 * layers * (4 * d_model * d_model + 2 * ffn_mult * d_model * d_model)
+def lm_flops_decode(layer_weights: int, layers: int, d_model: int, vocab: int, batch: int, context: int) -> float:
+    """FLOPs of one decode step of ``batch`` sequences with ``context`` cached tokens (useful FLOPs, as above)."""
     attn = 2 * layers * 2 * d_model * (context + 1)
-    return float(batch * (per_tok + attn + 2 * d_model * vocab))
+    return float(batch * (2 * layers * layer_weights + attn + 2 * d_model * vocab))
 
 
 def search_flops(tasks: float, dim: int) -> float:
