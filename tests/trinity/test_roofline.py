@@ -32,3 +32,24 @@ def test_placement_model_orders_devices_and_latency():
     assert by["independent_pool"]["search_util"] >= by["coupled"]["search_util"]
     assert by["independent_pool"]["prefill_latency_s"] > by["coupled"]["prefill_latency_s"] - 1e-9 or True
     assert all(r["source"] == "modelled" for r in rows)
+
+
+def test_the_batch_sweep_doubles_until_the_gain_flattens():
+    """Issue 29: a stage still gaining at the largest listed batch is swept further; one whose doublings run
+    out while it still gains is recorded as not flattened (its knee is then not claimed)."""
+    from types import SimpleNamespace
+
+    from bench.trinity.steps.roofline import sweep
+
+    def at(u_of):
+        return lambda x: [{"phase": "measured", "flops": u_of(x), "seconds": 1.0, "x": x}]
+    rp = SimpleNamespace(flat_gain=0.1, max_doublings=4, sweep_budget_s=60.0)
+    sat = lambda x: min(1.0, x / 32)   # noqa: E731 - saturates at 32
+    rows, found = sweep([1, 2, 4, 8], at(sat), 1.0, rp)
+    assert found["flattened"] and found["max_x"] == 128 and found["added"] == 4   # two flat doublings in a row
+    assert sorted({r["x"] for r in rows}) == [1, 2, 4, 8, 16, 32, 64, 128]
+    dip = {1: 0.1, 2: 0.2, 4: 0.4, 8: 0.2, 16: 0.8, 32: 0.8, 64: 0.8}   # one noisy dip does not end the sweep
+    rows, found = sweep([1, 2, 4, 8], at(lambda x: dip[x]), 1.0, rp)
+    assert found["flattened"] and found["max_x"] == 64
+    rows, found = sweep([1, 2, 4, 8], at(lambda x: x / 1e4), 1.0, rp)   # never saturates
+    assert not found["flattened"] and found["stopped"] == "max_doublings reached" and found["max_x"] == 128
