@@ -177,13 +177,24 @@ def order(kinds, seed: int, label: str, process: int = 0) -> list[str]:
     return [kinds[i] for i in rng.permutation(len(kinds))]
 
 
-def _charge_index(s: Setup) -> None:
-    """Load the ANN index again inside the cap (the copy loaded outside is freed), so the budget is
-    charged with it, as the paper's cgroup is with the whole retrieval process."""
+def _charge_index(s: Setup) -> int:
+    """Load the ANN index again inside the cap, so the budget is charged with it, as the paper's cgroup is
+    with the whole retrieval process. Free heap memory is returned to the kernel first and after (a heap
+    chunk freed outside the cap and reused inside it stays charged outside). Returns the bytes the cap's
+    usage grew by (recorded as ``ann_charged_bytes``)."""
+    import ctypes
+
     from .system import candidates
 
-    s.b.index = None
-    s.b.index = candidates.load(inputs.paths(s.b.dir)["ann"])
+    trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
+    before = s.cap.stats().get("cgroup_usage_bytes") or 0
+    if trim is not None:
+        trim(0)
+    new = candidates.load(inputs.paths(s.b.dir)["ann"])
+    s.b.index = new   # the copy loaded outside the cap is freed here
+    if trim is not None:
+        trim(0)
+    return int((s.cap.stats().get("cgroup_usage_bytes") or 0) - before)
 
 
 def run(build_dir, params: Params, budget, label, kinds, mech, threads, out, blkio_iops=None, seed=0,
@@ -193,14 +204,14 @@ def run(build_dir, params: Params, budget, label, kinds, mech, threads, out, blk
     s = _setup(build_dir, params, budget, label, mech, threads, blkio_iops, table_path, ssd)
     if s.cap is not None:
         _prime(s, kinds)
-    rows = []
+    rows, charged = [], None
     kinds = order(list(kinds), seed, label, process)
     with contextlib.ExitStack() as stack:
         if s.cap is not None:
             stack.enter_context(s.cap)
-            _charge_index(s)
+            charged = _charge_index(s)
         if s.throttle is not None:
             stack.enter_context(s.throttle)
         for pos, k in enumerate(kinds):
-            rows += [{**row, "run_order": pos} for row in _measure(s, k)]
+            rows += [{**row, "run_order": pos, "ann_charged_bytes": charged} for row in _measure(s, k)]
     pd.DataFrame(rows).to_parquet(out)
