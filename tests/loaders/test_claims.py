@@ -41,3 +41,19 @@ def test_issue_29_semantics_on_loaders_rows(tmp_path):
         assert "2 replicas, the paper's 4 GPUs" in rows[cid].claim and "4 GPUs" in rows[cid].scale
     assert rows["ramdisk-no-gain"].direction == C.WITHIN
     assert "8 DataLoader workers" in rows["eight-workers-hurt"].reason
+
+
+def test_rounds_of_fresh_runs_are_resampled_first(tmp_path):
+    """Issue 29: with loaders.rounds = 2 the grid's runs repeat in fresh processes; intervals resample the
+    rounds first and say so, and per-run memory reads one row per run."""
+    import pandas as pd
+
+    from bench.loaders import analysis as A
+
+    df = records.read(train_records(tmp_path / "train.parquet", oom=False))
+    two = pd.concat([df.assign(round=0), df.assign(round=1)], ignore_index=True)
+    p = records.write(tmp_path / "train2.parquet", two, {"profile": "test", **df.attrs.get("provenance", {})})
+    rows = {r.claim_id: r for r in claims.build(records.read_kinds({"train": [p]}), STUDY.parameters({}), "test")}
+    assert A.n_rounds(A.steps(A.grid(two))) == 2
+    assert "2 rounds of fresh processes" in rows["in-memory-not-faster"].reason
+    assert A.per_run(A.runs(two)).index.is_unique
