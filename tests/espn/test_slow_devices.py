@@ -158,3 +158,16 @@ def test_threads_named_per_back_end():
     assert "page faults serial" in threads_of("mmap", p)
     assert f"{p.io_depth} O_DIRECT preadv threads" in threads_of("direct", p)
     assert "prefetch thread" in threads_of("direct_prefetch", p, "aio")
+
+
+def test_e2e_refuses_an_iops_cap_below_qd1_before_measuring():
+    """The e2e step checks a configured IOPS cap against the disk's measured QD1 rate first."""
+    from bench.espn import STUDY
+    from bench.espn.steps import e2e
+
+    p = STUDY.parameters({"emulated_ssd": {"enabled": True, "kind": "iops", "read_iops": 20000}})
+    with pytest.raises(slow_ssd.CapBelowQd1, match="20000 is below"):
+        e2e._check_cap(p, {"disk_qd1_iops": 27000.0})
+    e2e._check_cap(STUDY.parameters({"emulated_ssd": {"enabled": True, "kind": "iops", "read_iops": 500000}}),
+                   {"disk_qd1_iops": 27000.0})
+    e2e._check_cap(STUDY.parameters({"emulated_ssd": {"enabled": True, "kind": "latency"}}), {})
