@@ -1,10 +1,10 @@
 """Measurement step ``roofline`` (Trinity section 2, Figure 1): on this machine, time one extend of the
 engine with Q concurrent queries, one prefill pass of the shared random-weight Llama-architecture model
-(bench.serving.lm: transformers, SDPA attention, static KV cache) at batch B, and one decode step at batch B; utilisation = achieved FLOP/s /
-measured peak FLOP/s (a large float32 GEMM on the same device), fitted per stage with
-u(X) = min(u_max, (X/X_sat)^alpha) (:mod:`..system.roofline`). On a CUDA machine the engine, the
-language model and the peak GEMM all run on the GPU, so the fit gives X_sat and alpha for the GPU, as the
-paper's Figure 1 does.
+(bench.serving.lm: transformers, SDPA attention, static KV cache) at batch B, and one decode step at batch B;
+utilisation = achieved FLOP/s / measured peak FLOP/s (a large float32 GEMM on the same device), fitted per
+stage with u(X) = min(u_max, (X/X_sat)^alpha) (:mod:`..system.roofline`). On a CUDA machine the engine,
+the language model and the peak GEMM all run on the GPU, so the fit gives X_sat and alpha for the GPU, as
+the paper's Figure 1 does.
 
 The batch sweep goes on until each stage's gain flattens (issue 29): past the listed batches the largest
 is doubled while the last doubling raised the median utilisation by more than ``flat_gain``, up to
