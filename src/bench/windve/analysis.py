@@ -117,6 +117,7 @@ def _over_searches(per: list[dict]) -> dict:
         out[c] = float(d[c].min(skipna=False))
     for c in ("acc_only_high", "gain_high"):
         out[c] = float(d[c].max(skipna=False))
+    out["acc_part_low"], out["acc_part_high"] = float(d.acc_part.min()), float(d.acc_part.max())
     out.update(converged=bool(d.converged.all()), bracketed=bool(d.bracketed.all()), searches=len(d),
                search_gains=", ".join(f"{g:+.3f}" for g in d.gain), cannot_help=bool(d.cannot_help.any()))
     return out
@@ -302,12 +303,15 @@ def paper_savings(pair: str, rank_s: int) -> tuple[float, float]:
 def acc_drop(gt: pd.DataFrame) -> pd.DataFrame:
     """Per pair and SLO: the accelerator's fine-tuned depth with offload minus alone (``drop``; negative:
     it dropped), with the interval from the accelerator-alone search's bounds (every round met .. any
-    round met; NaN where a search never met the SLO)."""
+    round met; NaN where a search never met the SLO) and the with-offload depth's range over the repeated
+    searches."""
     if gt is None or gt.empty:
         return pd.DataFrame(columns=["pair", "slo_s", "with_offload", "alone", "drop", "drop_low", "drop_high"])
+    lo = gt.acc_part_low if "acc_part_low" in gt else gt.acc_part    # the spread over repeated searches
+    hi = gt.acc_part_high if "acc_part_high" in gt else gt.acc_part
     return pd.DataFrame({"pair": gt.pair, "slo_s": gt.slo_s, "with_offload": gt.acc_part, "alone": gt.acc_only,
-                         "drop": gt.acc_part - gt.acc_only, "drop_low": gt.acc_part - gt.acc_only_high,
-                         "drop_high": gt.acc_part - gt.acc_only_low}).reset_index(drop=True)
+                         "drop": gt.acc_part - gt.acc_only, "drop_low": lo - gt.acc_only_high,
+                         "drop_high": hi - gt.acc_only_low}).reset_index(drop=True)
 
 
 # -- CPU utilisation (Section V-B's 8% -> 80%) ------------------------------------------------------

@@ -179,6 +179,7 @@ def _acc_not_dropping(b: Builder, g: pd.DataFrame) -> None:
     zero = ((d.drop_high == d.with_offload) & (d.drop_high > d["drop"])).any()   # the alone search's lower bound 0
     b.add("target-acc-not-dropping", "the accelerator's max concurrency does not drop with the CPU beside it, "
           "at any SLO", ">= 0", ours=float(worst["drop"]), ci=(lo, hi), threshold=0, unit="queries", source=b.src,
+          search=_all_bracketed(g),
           reason=f"fine-tuned accelerator depth with offload minus alone, every fine-tuned SLO judged: {cells}; "
                  f"ours is the worst cell ({worst.pair} at {worst.slo_s:g} s), the interval the smallest low .. "
                  "smallest high over the cells"
