@@ -91,3 +91,32 @@ def test_span_measures_others_share_not_our_own_work():
     with quiet.Span() as s:
         sum(i * i for i in range(300_000))   # our own work is not "others"
     assert 0.0 <= s.others_share <= 1.0 and s.wall_s > 0
+
+
+def test_span_counts_work_of_a_grandchild_reaped_by_a_living_child_as_ours(tmp_path):
+    """A forkserver's ranks are our grandchildren, reaped by the server, not by us: still our work."""
+    import subprocess
+    import sys
+    import time
+
+    done = tmp_path / "reaped"
+    spin = "import time\nwhile time.process_time() < 0.3: pass"
+    code = (f"import subprocess, sys, time, pathlib; subprocess.run([sys.executable, '-c', {spin!r}]); "
+            f"pathlib.Path({str(done)!r}).touch(); time.sleep(30)")
+    before = quiet._own_cpu_s()
+    child = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        deadline = time.monotonic() + 60
+        while not done.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert done.exists()
+        assert quiet._tree_delta(before, quiet._own_cpu_s()) >= 0.3   # the grandchild's CPU, via the child
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_tree_delta_counts_descendants_from_their_value_at_the_start():
+    before = (1.0, {(10, 1.0): 2.0})
+    after = (1.5, {(10, 1.0): 2.7, (11, 5.0): 0.4})   # 10 ran 0.7 s more; 11 started since and ran 0.4 s
+    assert quiet._tree_delta(before, after) == pytest.approx(0.5 + 0.7 + 0.4)

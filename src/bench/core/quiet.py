@@ -4,7 +4,8 @@ Before a timed step the skeleton (:mod:`bench.core.step`) waits, up to :data:`WA
 sample shows the machine quiet (:func:`wait_until_quiet`). While the step (or each fresh process of it) runs,
 :class:`Span` measures the share of the machine's CPU time spent by *other* processes: the machine's busy
 time from /proc/stat minus the CPU time of this process and its reaped children (``os.times``), over the
-wall time times the cores. A repeat that ran while others used more than :data:`BUSY_SHARE` of the machine
+wall time times the cores (descendants that are still alive, such as a forkserver and the ranks it reaped,
+counted through psutil). A repeat that ran while others used more than :data:`BUSY_SHARE` of the machine
 is run again after another wait, up to :data:`RERUNS` times; the waits and reruns are recorded. Only a
 repeat that stays busy after the bound is flagged ``machine_busy`` and its claims read inconclusive.
 
@@ -64,15 +65,37 @@ def wait_until_quiet(bound_s: float | None = None, threshold: float = BUSY_SHARE
             return {**s, "waited_s": round(waited, 3), "samples": n, "quiet": quiet}
 
 
-def _own_cpu_s() -> float:
+def _own_cpu_s() -> tuple[float, dict]:
+    """CPU seconds of this process and the children it reaped (``os.times``), and of each live descendant
+    (its own and its reaped children's: a forkserver's ranks, a server subprocess), keyed by (pid, start)."""
     t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
+    tree = {}
+    try:
+        import psutil
+
+        for p in psutil.Process().children(recursive=True):
+            try:
+                c = p.cpu_times()
+                tree[(p.pid, p.create_time())] = c.user + c.system + c.children_user + c.children_system
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                continue
+    except ImportError:  # pragma: no cover
+        pass
+    return t.user + t.system + t.children_user + t.children_system, tree
+
+
+def _tree_delta(before: tuple[float, dict], after: tuple[float, dict]) -> float:
+    """Our tree's CPU seconds between two :func:`_own_cpu_s` readings: this process and its reaped children,
+    plus each descendant alive at the end (from its value at the start, or 0 if it started since)."""
+    (s0, t0), (s1, t1) = before, after
+    return (s1 - s0) + sum(v - t0.get(k, 0.0) for k, v in t1.items())
 
 
 @dataclasses.dataclass
 class Span:
     """Others' share of the machine while a piece of work ran: ``with Span() as s: work()``, then
-    ``s.others_share`` and ``s.busy``. Work done by this process and the children it has reaped is ours."""
+    ``s.others_share`` and ``s.busy``. Work done by this process, the children it has reaped and every live
+    descendant (with what they reaped: ranks forked by a forkserver, a server subprocess) is ours."""
 
     threshold: float = BUSY_SHARE
     others_share: float = float("nan")
@@ -90,7 +113,7 @@ class Span:
         self.wall_s = time.perf_counter() - self._t
         cores = os.cpu_count() or 1
         busy_s = ((total - self._total) - (idle - self._idle)) / self._tick
-        own_s = _own_cpu_s() - self._own
+        own_s = _tree_delta(self._own, _own_cpu_s())
         cap = max(self.wall_s * cores, 1e-9)
         self.others_share = round(max(0.0, busy_s - own_s) / cap, 4)
 

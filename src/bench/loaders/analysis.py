@@ -97,7 +97,7 @@ def wait_share(st: pd.DataFrame, par: str, n: int, loaders: list[str]) -> dict[s
 def mem(df: pd.DataFrame, run_id: str, col: str = "pss_bytes") -> np.ndarray:
     """Memory readings of a run during its measured steps (all readings when none fell there)."""
     m = df[(df.kind == "memory") & (df.run_id == run_id)]
-    m = m[m.n_procs > 0] if "n_procs" in m else m[m.pss_bytes > 0]   # a reading after the tree had gone: none
+    m = m[(m.pss_bytes > 0) & ((m.n_procs > 0) if "n_procs" in m else True)]   # a tree gone or exiting: no reading
     w = m[m.phase == "measured"]
     return (w if len(w) else m)[col].to_numpy(float)
 
