@@ -261,3 +261,29 @@ def test_figure_verb_takes_several_names_or_all():
     a.names.append("other")
     with pytest.raises(ConfigError, match="--out takes one figure"):
         a.func(a)
+
+
+def test_core_names_no_study():
+    """Order, titles and the harness-check flag come from each study's declaration (issue 31): no study's
+    name appears as a string in core's code (docstrings and comments may cite a paper)."""
+    import ast
+
+    names = set(STUDIES)
+    for path in sorted((SRC / "core").glob("*.py")):
+        tree = ast.parse(path.read_text())
+        docs = {id(n.body[0].value) for n in ast.walk(tree)
+                if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))
+                and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+                assert node.value not in names, f"{path.name}:{node.lineno} names the study {node.value!r}"
+
+
+def test_every_study_declares_its_place_and_title():
+    from bench.core import study
+
+    declared = study.declared()
+    assert sorted(s.name for s in declared) == STUDIES
+    for s in declared:
+        assert s.title and s.short, f"{s.name}: no title or short name in its STUDY declaration"
+    assert len({s.order for s in declared}) == len(declared), "two studies share an order"

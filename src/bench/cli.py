@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
-import pkgutil
 import sys
 import traceback
 from pathlib import Path
@@ -17,17 +16,11 @@ from . import __version__
 from .core.errors import BenchError
 
 
-NOT_STUDIES = ("core", "data", "ann", "serving")
-
-
 def study_names() -> list[str]:
-    """Subpackages of ``bench`` that are studies (a ``params.py`` beside the declaration), found without
-    importing them."""
-    import bench
+    """The studies (see :func:`bench.core.study.study_names`), found without importing them."""
+    from .core.study import study_names as names
 
-    return sorted(m.name for m in pkgutil.iter_modules(bench.__path__)
-                  if m.ispkg and m.name not in NOT_STUDIES
-                  and (Path(bench.__path__[0]) / m.name / "params.py").exists())
+    return names()
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:

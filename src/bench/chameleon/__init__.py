@@ -20,4 +20,5 @@ from .params import Params
 STUDY = Study(name="chameleon", cli="chameleon",
               help="Chameleon: IVF-PQ on CPU/GPU/modelled FPGA, memory nodes, RALM serving",
               params=Params, steps=Steps(f"{__name__}.steps"), figures=f"{__name__}.figures",
-              claims=f"{__name__}.claims")
+              claims=f"{__name__}.claims",
+              title="Chameleon: IVF-PQ on CPU, GPU and FPGA", short="Chameleon", order=2)

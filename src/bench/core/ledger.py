@@ -40,14 +40,30 @@ _NUMPY_REPR = re.compile(r"np\.(?:float|int|uint|bool)\w*\((-?[^()]*)\)")
 LONG_SCALE = 100
 
 
-STUDY_ORDER = ("espn", "chameleon", "loaders", "windve", "trinity")   # the five papers, as the README lists them
-CHECK_STUDIES = ("ivf_recall",)   # studies of the harness itself (they reproduce no paper's claim)
+def study_order() -> list[str]:
+    """The studies in their declared order (the papers as the README lists them, then the harness's checks):
+    from each study's declaration, so core names none."""
+    from .study import declared
+
+    return [s.name for s in declared()]
+
+
+def check_studies() -> set[str]:
+    """Studies of the harness itself (they reproduce no paper's claim): their rows count as targets."""
+    from .study import declared
+
+    return {s.name for s in declared() if not s.reproduces_paper}
+
+
+def rank(study: str) -> int:
+    order = study_order()
+    return order.index(study) if study in order else len(order)
 
 
 def kind_of(claim_id: str, study: str = "") -> str:
     """A harness target (``target-``), an implementation check (``check-``) or a check study's row; else the
     paper's claim."""
-    return TARGET if claim_id.startswith(("target-", "check-")) or study in CHECK_STUDIES else PAPER
+    return TARGET if claim_id.startswith(("target-", "check-")) or study in check_studies() else PAPER
 
 
 def clean(text: object) -> str:
@@ -61,7 +77,7 @@ def join(paths: Sequence[str | Path]) -> pd.DataFrame:
     df["kind"] = [kind_of(c, s) for c, s in zip(df.claim_id, df.study)]
     df["_order"] = np.arange(len(df))
     df["_kind"] = df.kind.map({PAPER: 0, TARGET: 1})
-    df["_study"] = [STUDY_ORDER.index(s) if s in STUDY_ORDER else len(STUDY_ORDER) for s in df.study]
+    df["_study"] = [rank(s) for s in df.study]
     keys = ["_kind", "_study", "_order"]
     return df.sort_values(keys, kind="stable").drop(columns=keys).reset_index(drop=True)
 
@@ -190,7 +206,7 @@ def figure(df: pd.DataFrame, out_png: str | Path, profile: str) -> list[Path]:
     from . import plotting
 
     plotting.apply_style()
-    studies = sorted(dict.fromkeys(df.study), key=lambda s: STUDY_ORDER.index(s) if s in STUDY_ORDER else 99)
+    studies = sorted(dict.fromkeys(df.study), key=rank)
     fig, axes = plt.subplots(1, 2, figsize=(11, 0.55 * len(studies) + 2.0), layout="constrained", sharey=True,
                              sharex=True)
     for ax, kind in zip(axes, KINDS):
@@ -205,7 +221,7 @@ def figure(df: pd.DataFrame, out_png: str | Path, profile: str) -> list[Path]:
             left += c[v].to_numpy()
         for i, st in enumerate(c.index):
             if left[i] == 0:
-                ax.text(0.2, i, "none (a check of the harness)" if st in CHECK_STUDIES else "none", va="center",
+                ax.text(0.2, i, "none (a check of the harness)" if st in check_studies() else "none", va="center",
                         fontsize=9, color="0.35")
         unstable = int(part.get("unstable", pd.Series(dtype=bool)).sum())
         ax.set(xlabel="rows of the ledger", title=f"{HEADINGS[kind].lower()}: {len(part)} rows, {unstable} unstable")

@@ -28,14 +28,21 @@ import pandas as pd
 from . import hardware, ledger, records, report_links, tables
 from .atomic import write_text
 
-TITLES = {"espn": "ESPN: re-ranking embeddings offloaded to SSD",
-          "chameleon": "Chameleon: IVF-PQ on CPU, GPU and FPGA",
-          "loaders": "Moving Stuff Around: document loaders under DP and DDP",
-          "windve": "WindVE: embedding service with CPU offload",
-          "trinity": "Trinity: batching for graph vector search",
-          "ivf_recall": "IVF-PQ recall (the harness's own check)"}
-SHORT = {"espn": "ESPN", "chameleon": "Chameleon", "loaders": "Moving Stuff Around", "windve": "WindVE",
-         "trinity": "Trinity", "ivf_recall": "IVF-PQ recall check"}
+def _title(study: str) -> str:
+    """The study's heading, from its own declaration (core names no study)."""
+    from .study import by_name
+
+    st = by_name().get(study)
+    return st.heading if st else study.replace("_", " ")
+
+
+def _short(study: str) -> str:
+    from .study import by_name
+
+    st = by_name().get(study)
+    return st.label if st else study.replace("_", " ")
+
+
 SOURCE_WORDS = {"not_run": "not run", "measured": "measured", "emulated": "emulated", "modelled": "modelled"}
 DIRECTION = {">=": "≥", "<=": "≤", ">": ">", "<": "<"}
 CAPTION_SHOWN = 420       # characters of a caption shown before "more" (about 3 lines at 1100 px)
@@ -177,7 +184,7 @@ def _ledger_rows(part: pd.DataFrame, links, sections: set[str]) -> str:
         if r.study != study:
             study = r.study
             rows.append(f"<tr class=study><td colspan={len(LEDGER_HEAD)}>"
-                        f"{html.escape(SHORT.get(study, study))}</td></tr>")
+                        f"{html.escape(_short(study))}</td></tr>")
         colour = ledger.VERDICT_COLORS.get(r.verdict, "#111")
         unstable = " (unstable)" if bool(getattr(r, "unstable", False)) else ""
         hist = getattr(r, "history", "") or "–"
@@ -222,7 +229,7 @@ def _bars(df: pd.DataFrame, studies: list[str], sections: set[str]) -> str:
             segs = "".join(f"<span title='{html.escape(v)}: {counts[v]}' style='background:"
                            f"{ledger.VERDICT_COLORS[v]};width:{300 * counts[v] / most:.0f}px'>{counts[v]}</span>"
                            for v in verdicts if counts.get(v, 0))
-            name = SHORT.get(s, s)
+            name = _short(s)
             name = f"<a href='#{s}'>{html.escape(name)}</a>" if s in sections else html.escape(name)
             rows.append(f"<tr><td>{name}</td><td><div class=bar>{segs or '<i>none</i>'}</div></td></tr>")
         panels.append(f"<div class=panel><b>{html.escape(ledger.HEADINGS[kind])} ({len(part)})</b>"
@@ -344,8 +351,7 @@ def _figure(study: str, png: Path, rows: pd.DataFrame) -> str:
 
 def _studies(figures_dir: Path) -> list[str]:
     found = [d.name for d in sorted(figures_dir.iterdir()) if d.is_dir()] if figures_dir.is_dir() else []
-    order = list(ledger.STUDY_ORDER) + list(ledger.CHECK_STUDIES)
-    return sorted(found, key=lambda s: order.index(s) if s in order else len(order))
+    return sorted(found, key=ledger.rank)
 
 
 def _order(pngs: list[Path], rows_of) -> list[Path]:
@@ -371,13 +377,12 @@ def build(claims_parquet: str | Path, figures_dir: str | Path, out: str | Path, 
     def rows_of(study):
         return lambda p: df.iloc[backs.get((study, p.stem), [])]
     sections = set(studies)
-    all_studies = sorted(dict.fromkeys([*df.study, *studies]),
-                         key=lambda s: (list(ledger.STUDY_ORDER) + list(ledger.CHECK_STUDIES) + [s]).index(s))
-    nav = "".join(f"<a href='#{s}'>{html.escape(SHORT.get(s, s))}</a>" for s in studies)
+    all_studies = sorted(dict.fromkeys([*df.study, *studies]), key=ledger.rank)
+    nav = "".join(f"<a href='#{s}'>{html.escape(_short(s))}</a>" for s in studies)
     body = []
     for s in studies:
         figures = "".join(_figure(s, p, rows_of(s)(p)) for p in _order(figs[s], rows_of(s)))
-        body.append(f"<section id='{s}'><h2>{html.escape(TITLES.get(s, s))}<a class=top href='#top'>back to top</a>"
+        body.append(f"<section id='{s}'><h2>{html.escape(_title(s))}<a class=top href='#top'>back to top</a>"
                     f"</h2>{figures or '<p>No figures.</p>'}<p><a href='#top'>back to top</a></p></section>")
     linked = sum(bool(links[k]) for k in links)
     page = (f"<!doctype html><html lang=en><meta charset='utf-8'><meta name=viewport content='width=device-width'>"

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import pkgutil
+from pathlib import Path
 from typing import Callable, Iterator
 
 DATASET_INPUT = "manifest"   # the prepared dataset a step measures (workflows/data.smk makes it)
@@ -121,6 +122,18 @@ class Study:
     claims: str | None         # module holding RECORDS and build(data, params, profile)
     externals: tuple[str, ...] = ()    # --input keys that come from outside the pipeline
     verbs: Callable | None = None      # adds internal verbs (a worker, a server) to ``bench <cli>``
+    title: str = ""            # the report section's heading, in words ("ESPN: re-ranking embeddings ...")
+    short: str = ""            # its short name in the ledger and the report's links ("ESPN")
+    order: int = 100           # place among the studies in the ledger and the report (the papers' order)
+    reproduces_paper: bool = True   # False for a check of the harness itself: its rows count as targets
+
+    @property
+    def heading(self) -> str:
+        return self.title or self.short or self.name.replace("_", " ")
+
+    @property
+    def label(self) -> str:
+        return self.short or self.name.replace("_", " ")
 
     def parameters(self, section: dict):
         """The typed ``Params`` of a profile section: validated against the study's schema (defaults filled)
@@ -147,3 +160,26 @@ class Study:
                 if not ok:
                     bad.append(f"{n}: {need}")
         return bad
+
+
+NOT_STUDIES = ("core", "data", "ann", "serving")   # subpackages of ``bench`` that hold shared pieces
+
+
+def study_names() -> list[str]:
+    """Subpackages of ``bench`` that are studies (a ``params.py`` beside the declaration), found without
+    importing them: adding a study's folder is all it takes for the CLI, the ledger and the report to find it."""
+    import bench
+
+    root = Path(bench.__path__[0])
+    return sorted(m.name for m in pkgutil.iter_modules(bench.__path__)
+                  if m.ispkg and m.name not in NOT_STUDIES and (root / m.name / "params.py").exists())
+
+
+def declared() -> list[Study]:
+    """Every study's declaration (``bench.<study>.STUDY``), in the order they declare (then by name)."""
+    studies = [importlib.import_module(f"bench.{n}").STUDY for n in study_names()]
+    return sorted(studies, key=lambda s: (s.order, s.name))
+
+
+def by_name() -> dict[str, Study]:
+    return {s.name: s for s in declared()}

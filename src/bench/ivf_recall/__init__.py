@@ -10,4 +10,5 @@ from .params import Params
 
 STUDY = Study(name="ivf_recall", cli="ivf-recall", help="IVF-PQ recall and queries/s against nprobe",
               params=Params, steps=Steps(f"{__name__}.steps"), figures=f"{__name__}.figures",
-              claims=f"{__name__}.claims")
+              claims=f"{__name__}.claims",
+              title="IVF-PQ recall (the harness's own check)", short="IVF-PQ recall check", order=90, reproduces_paper=False)

@@ -15,4 +15,5 @@ from .verbs import verbs
 
 STUDY = Study(name="loaders", cli="loaders", help="document loaders x DP/DDP: samples/s and memory (Moving Stuff Around)",
               params=Params, steps=Steps(f"{__name__}.steps"), figures=f"{__name__}.figures",
-              claims=f"{__name__}.claims", verbs=verbs)
+              claims=f"{__name__}.claims", verbs=verbs,
+              title="Moving Stuff Around: document loaders under DP and DDP", short="Moving Stuff Around", order=3)

@@ -18,4 +18,5 @@ from .system.server import verbs
 
 STUDY = Study(name="windve", cli="windve", help="WindVE: embedding service with CPU offload of peak queries",
               params=Params, steps=Steps(f"{__name__}.steps"), figures=f"{__name__}.figures",
-              claims=f"{__name__}.claims", verbs=verbs)
+              claims=f"{__name__}.claims", verbs=verbs,
+              title="WindVE: embedding service with CPU offload", short="WindVE", order=4)
