@@ -3,6 +3,8 @@ data rule -> index rule -> measurement rule -> figure rule -> report, with a use
 the profile (u8bin base/queries/ground truth) whose recall equals faiss's for the same index."""
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,10 +20,11 @@ from bench.data import formats, groundtruth, synthetic
 pytestmark = pytest.mark.slow
 
 
-def _snakemake(repo: Path, workdir: Path, *args: str) -> subprocess.CompletedProcess:
+def _snakemake(repo: Path, workdir: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), "-d", str(workdir),
            "--cores", "2", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600,
+                          env=None if env is None else {**os.environ, **env})
 
 
 def _profile(repo: Path, tmp: Path, **extra) -> Path:
@@ -71,6 +74,18 @@ def test_micro_profile_end_to_end_with_a_user_dataset(repo, tmp_path):
     # restyling a figure reruns only plotting, never a measurement
     r = _snakemake(repo, tmp_path, "--configfile", str(prof), "-n", "--forcerun", "ivf_recall_figures")
     assert "ivf_recall_figures" in r.stdout and "ivf_recall_recall" not in r.stdout
+
+    # an edit to a figure's code reruns that figure, and only it (a hash of its code is a param of its job):
+    # the same tree with one comment added to the figures' package, imported from a copy
+    copy = tmp_path / "edited"
+    shutil.copytree(repo / "src" / "bench", copy / "src" / "bench", ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "experiments").symlink_to(repo / "experiments")   # the schemas, found beside the package
+    figs = copy / "src" / "bench" / "ivf_recall" / "figures" / "__init__.py"
+    figs.write_text(figs.read_text() + "\n# an edit\n")
+    r = _snakemake(repo, tmp_path, "--configfile", str(prof), "-n", env={"PYTHONPATH": str(copy / "src")})
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "ivf_recall_figures" in r.stdout, r.stdout[-3000:]
+    assert "ivf_recall_claims" not in r.stdout and "ivf_recall_recall" not in r.stdout, r.stdout[-3000:]
 
 
 def test_bad_config_fails_before_any_rule_runs(repo, tmp_path):

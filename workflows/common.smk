@@ -57,6 +57,26 @@ def figure_registry(study):
     return importlib.import_module(f"bench.{study}.figures").FIGURES
 
 
+def code_hash(study, part):
+    """A hash of the code behind a study's figures or claims (its ``figures/`` or ``claims.py``, its
+    ``analysis.py`` and the core modules they draw on), passed as a param: Snakemake reruns a job whose params
+    changed, so an edit to a figure's or a claim's code reruns that job without ``--forcerun``."""
+    import hashlib
+    from pathlib import Path
+
+    import bench
+
+    root = Path(bench.__path__[0])
+    own = {"figures": sorted((root / study / "figures").rglob("*.py")), "claims": [root / study / "claims.py"]}[part]
+    core = {"figures": ["plotting.py", "figures.py", "figure_checks.py"], "claims": ["claims.py", "ledger.py"]}[part]
+    files = [*own, root / study / "analysis.py", *(root / "core" / c for c in core)]
+    h = hashlib.sha256()
+    for f in files:
+        if f.is_file():
+            h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def figure_names(figs, records):
     """The registered figures whose record kinds some rule of this profile produces."""
     return [n for n in figs if set(figs.records_of(n)) <= set(records)]

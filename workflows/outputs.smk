@@ -20,6 +20,7 @@ for _study, _o in STUDY_OUTPUTS.items():
             formats=FIGURE_FORMATS,
             out=f"{FIGURES}/{_study}",
             cli=_o["cli"],
+            code=code_hash(_study, "figures"),   # an edit to the figures' code reruns them
         benchmark:
             f"{BENCHMARKS}/{_study}/figures.tsv"
         shell:
@@ -38,6 +39,7 @@ for _study, _o in STUDY_OUTPUTS.items():
             records=lambda wc, input: records_arg(input),
             p=as_json(_o["section"]),
             cli=_o["cli"],
+            code=code_hash(_study, "claims"),   # an edit to the claims' code reruns them
         benchmark:
             f"{BENCHMARKS}/{_study}/claims.tsv"
         shell:
