@@ -331,3 +331,30 @@ def test_steps_measure_the_gpu_unless_asked_to_emulate():
     assert resolve_accelerator("emulated") == "emulated"
     assert "--prefer-emulated" not in service_args(
         STUDY.parameters({"accelerator": "auto", "query_tokens": 75, "batch_delay_ms": 5}), "v100-xeon")
+
+
+def test_each_answer_carries_its_own_dispatch_time(encoder):
+    """x-dispatch-us is the request's own decision time, not the manager's shared "last" value: two requests
+    that overlap (a slow emulated law) each get the time their own admission took (#29, per-request
+    quantities). The manager is wrapped so that the n-th decision reads n microseconds."""
+    from bench.windve.system.service import EmbeddingService
+    from bench.windve.system.service_config import ServiceConfig
+
+    from .conftest import running
+
+    cfg = ServiceConfig(emulate="v100-xeon", prefer_emulated=True, emulated_alpha=0.0, emulated_beta=0.3)
+    svc = EmbeddingService(cfg, encoder=encoder)
+    admit, calls = svc.manager.admit, []
+
+    def numbered(*args, **kwargs):
+        dev = admit(*args, **kwargs)
+        calls.append(dev)
+        svc.manager.last_decision_ns = 1000 * len(calls)
+        return dev
+    svc.manager.admit = numbered
+    with running(svc) as url:
+        start = len(calls)
+        got = _timed_waves(url, [(0.0, ["first"]), (0.05, ["second"])], ordered=True)
+    assert [st for _, st, _ in got] == [200, 200]
+    own = sorted(float(h["x-dispatch-us"]) for _, _, h in got)
+    assert own == [float(start + 1), float(start + 2)], own

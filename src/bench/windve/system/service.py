@@ -325,7 +325,10 @@ class EmbeddingService:
         n = len(texts)
         arrival = time.perf_counter() if arrival is None else arrival
         dev = self.manager.admit(n, arrival, texts)
-        self.metrics.dispatch.observe(self.manager.last_decision_ns / 1e9)
+        # this request's own decision time, read before any await: the manager's last_* fields are the
+        # last request's, and by the time this one answers another request has overwritten them
+        dispatch_ns = self.manager.last_decision_ns
+        self.metrics.dispatch.observe(dispatch_ns / 1e9)
         if dev is None:
             raise self.busy(self.manager.last_reason)
         pred = self.manager.last_prediction
@@ -360,7 +363,7 @@ class EmbeddingService:
         headers = {"x-device": dev, "x-source": inst.source, "x-queue-time": f"{ans.queue_s * 1e3:.3f}",
                    "x-compute-time": f"{ans.compute_s * 1e3:.3f}", "x-inference-time": f"{ans.compute_s * 1e3:.3f}",
                    "x-batch-size": str(ans.batch_size),
-                   "x-dispatch-us": f"{self.manager.last_decision_ns / 1e3:.2f}"}
+                   "x-dispatch-us": f"{dispatch_ns / 1e3:.2f}"}
         if pred is not None:
             headers["x-predicted-time"] = f"{pred.latency * 1e3:.3f}"
             headers["x-predicted-margin"] = f"{pred.margin * 1e3:.3f}"
