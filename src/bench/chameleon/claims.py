@@ -49,7 +49,7 @@ def _speedup_claim(search, config, claim_id, text, paper, lo_paper, scale, band=
     rows = search[search.config == config]
     if rows.empty or (rows.source == "not_run").all():
         why = (rows.why.dropna().iloc[0] if "why" in rows and rows.why.notna().any()
-               else "no rows: not in this profile's configs" if rows.empty else "recorded as not_run")
+               else "no rows: not in this profile's configs" if rows.empty else "recorded as not run")
         return claims.claim(STUDY, claim_id, text, paper, ours=None, unit="x", scale=scale, source="not_run",
                             reason=f"{config}: not run ({why})")
     cells = _speedups(analysis.search_latency(search), config)
@@ -110,7 +110,7 @@ def _ralm_missing(r: pd.DataFrame, config: str) -> str | None:
     if rows.empty:
         return f"{config} has no rows (not in this profile's ralm.configs)"
     why = rows.why.dropna() if "why" in rows else pd.Series([], dtype=object)
-    return f"{config} not run ({why.iloc[0]})" if len(why) else f"{config} recorded as not_run"
+    return f"{config} not run ({why.iloc[0]})" if len(why) else f"{config} recorded as not run"
 
 
 def _ralm_reason(r: pd.DataFrame) -> str:

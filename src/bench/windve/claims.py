@@ -119,7 +119,7 @@ def _table_cells(b: Builder, g: pd.DataFrame) -> None:
             search = None
             if r.empty:
                 ours, lo, hi, src = pred[(pair, slo)], None, None, b.prof_src
-                what = (f"not fine-tuned in this profile (serving_pairs): C_CPU / C_acc predicted by the regression "
+                what = (f"not fine-tuned in this profile's serving runs: the CPU's added concurrency over the accelerator's, predicted by the regression "
                         f"on measured closed-loop profiles at {slo:g} s; no interval")
             else:
                 r = r.iloc[0]
@@ -147,23 +147,23 @@ def _headline(b: Builder, g: pd.DataFrame) -> None:
     r = g[(g.pair == "v100-xeon") & (g.slo_s == loose)]
     if r.empty:
         for cid in ("throughput-1.22x", "cost-saving-18.6", "target-acc-not-dropping"):
-            b.missing(cid, "needs the v100-xeon pair fine-tuned", "", "v100-xeon not in serving_pairs")
+            b.missing(cid, "needs the V100 + Xeon pair fine-tuned", "", "the V100 + Xeon pair is not among this profile's serving runs")
         return
     r = r.iloc[0]
     dep = analysis.deployment(g)
     dep = dep[(dep.pair == "v100-xeon") & (dep.slo_s == loose)].iloc[0]
     pair_words = "V100+Xeon ratios" if b.src == "emulated" else f"{b.acc_name} + this CPU"
-    inputs = (f"C_acc = {dep.c_acc:g} (accelerator alone), C_CPU = {dep.c_cpu:g} (net addition with offload: "
-              f"{r.offload:g} - {r.acc_only:g}) at {loose:g} s, {pair_words}; the same numbers as figure "
-              f"utilisation_cost (b){dep.ci_note}")
+    inputs = (f"A = {dep.c_acc:g} (the accelerator's concurrency alone), C = {dep.c_cpu:g} (what offload to the "
+              f"CPU adds: {r.offload:g} - {r.acc_only:g}) at {loose:g} s, {pair_words}; the same numbers as the "
+              f"utilisation and cost figure, panel (b){dep.ci_note}")
     b.add("throughput-1.22x", "1.22x throughput on the same hardware (deploying for average load)", "1.22x",
           ours=dep.throughput_x, ci=(dep.throughput_x_low, dep.throughput_x_high), threshold=PV.THROUGHPUT_X,
           unit="x", source=b.src, search=_search_of(r, b.p.fine_tune_step),
-          reason="(C_acc + C_CPU) / C_acc, i.e. 1 + eq. 5's saving; " + inputs)
+          reason="(A + C) / A, i.e. 1 + eq. 5's saving; " + inputs)
     b.add("cost-saving-18.6", "18.6% deployment cost saved when deploying for peak concurrency (eq. 6)", "18.6%",
           ours=dep.save_peak, ci=(dep.save_peak_low, dep.save_peak_high), threshold=PV.COST_SAVING_MAX,
           unit="share", source=b.src, search=_search_of(r, b.p.fine_tune_step),
-          reason="eq. 6: C_CPU / (C_CPU + C_acc); " + inputs)
+          reason="eq. 6: C / (A + C); " + inputs)
     _acc_not_dropping(b, g)
 
 

@@ -38,7 +38,9 @@ def label(name: str, source: str) -> str:
 
 
 def where(prov: dict) -> str:
-    return f"profile ``{prov.get('profile')}``, {prov.get('cpu_model')}, {prov.get('cpu_cores')} cores"
+    """The run's setting in words: the profile and the CPU as lscpu names it (cores and threads)."""
+    cpu = (prov.get("machine") or {}).get("cpu") or f"{prov.get('cpu_model')}, {prov.get('cpu_cores')} cores"
+    return f"Measured on the {prov.get('profile')} profile, {cpu}"
 
 
 def paper_point(ax, x, y, name: str, marker: str = "*", dx_pt: float = 0.0) -> None:

@@ -18,10 +18,17 @@ CAPTION = (
     "Table 5 (reproduced as ratios): energy per query of the CPU over that of ChamVS, per batch size; the "
     "authors' Table 5 ratios as stars (their 1B-vector datasets), ours as dots, datasets in the study's order. "
     "Ours are measured where a power counter was readable, else MODELLED: the power implied by the paper's "
-    "Table 5 and latency medians, times our measured cpu or modelled fpga latency; here: {sources} (RAPL: "
-    "{rapl}, NVML: {nvml}). {modelled}Absolute mJ, ours and the paper's, in the CSV beside this figure. {busy} "
+    "Table 5 and latency medians, times our measured cpu or modelled fpga latency; here: {sources} ({counters}). "
+    "{modelled}Absolute mJ, ours and the paper's, in the CSV beside this figure. {busy} "
     "{where}.")
 POWER = re.compile(r"power implied by the paper \(([^)]+)\)")
+
+
+def _counters_text(counters: dict) -> str:
+    """Which power counters were readable, in words (RAPL for the CPU package, NVML for a GPU)."""
+    have = [f"{name} read" for name, key in (("the CPU's RAPL counter", "rapl"), ("the GPU's NVML counter", "nvml"))
+            if counters.get(key)]
+    return ", ".join(have) if have else "no power counter was readable here"
 
 
 def _power_arch(g: pd.DataFrame) -> str:
@@ -95,6 +102,6 @@ def table5(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     plotting.legend_below(fig, ncol=3)
     counters = prov.get("power_counters", {})
     return plotting.save(fig, out_png, CAPTION.format(sources=", ".join(sorted(d.source.unique())),
-                                                      rapl=counters.get("rapl"), nvml=counters.get("nvml"),
+                                                      counters=_counters_text(counters),
                                                       modelled=_modelled_text(d), busy=busy_text(df),
                                                       where=where(prov)))

@@ -289,7 +289,7 @@ FIG10_CAPTION = (
     "Figure 10 (reproduced): RALM per-token-step latency over generation steps (left of each pair, repeat 0) "
     "and its distribution (right: box = quartiles, whiskers 5-95%, points beyond; all repeats), batch 1, one row "
     "per retrieval interval (the paper's 1, 8, 64, 512 and any other the profile ran), small models left and "
-    "large right as in the paper; ours: random-weight models scaled by the profile (layers {layers}, d_model as "
+    "large right as in the paper; ours: random-weight models scaled by the profile (layers {layers}, model width as "
     "Table 2) on this CPU, {steps} generated steps per sequence (the paper: 512); 'none' = inference only, "
     "fpga-* retrieval modelled. A pair with no rows says 'not run' and the records' own reason. Last panel: "
     "median step latency over inference only, ours (dots) and the authors' per configuration (markers: their "

@@ -66,7 +66,7 @@ def tables_1_2(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
            "for the paper's 1 s and 2 s. (b) Gain (offload / accelerator only - 1), error bars from the rounds "
            "(every round met .. any round met), 'no interval' written on a bar where no level met the SLO in every "
            "round; "
-           + ("hatched: pairs not fine-tuned in this profile, gain C_CPU/C_acc predicted by the regression on "
+           + ("hatched: pairs not fine-tuned in this profile, gain (CPU's added concurrency over the accelerator's) predicted by the regression on "
               "measured profiles (no interval); " if len(extra) else "")
            + "the x labels give the paper's SLO each of ours stands for; paper values (bge Table I, jina Table II) drawn as markers.")
     return plotting.save(fig, out_png, cap)
@@ -133,5 +133,5 @@ def table_3(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
            "stress test, paper's ratio to its stress test as markers. (c) Profiling runs (concurrency levels "
            "measured) each method needed."
            + (f" Fine-tuned slots of {', '.join(sorted(missing))} carry no bar: they say 'not run' and why (the "
-              "profile's serving_pairs did not fine-tune the pair)." if missing else ""))
+              "profile did not fine-tune the pair in its serving runs)." if missing else ""))
     return plotting.save(fig, out_png, cap)

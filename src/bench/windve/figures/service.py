@@ -125,11 +125,11 @@ def utilisation_cost(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]
     cap = ("(a) CPU use of the service process (CPU seconds / wall seconds / cores), measured over closed-loop rounds "
            "at the fine-tuned max concurrency, accelerator only vs with offload: bars are the median over rounds, the "
            "hollow dots each round; paper diamonds: bge's average CPU utilisation 8% -> 80%. (b) Deployment-cost "
-           "saving from our fine-tuned concurrencies, C_acc = the accelerator alone, C_CPU = what offload adds on "
-           "top (offload total - C_acc): deploying for peak load (equation 6) saves C_CPU/(C_CPU+C_acc), deploying "
-           "for average load (equation 5) up to C_CPU/C_acc (the concurrency gain; throughput = 1 + that); whiskers "
+           "saving from our fine-tuned concurrencies, with A the accelerator's concurrency alone and C what offload to "
+           "the CPU adds on top: deploying for peak load (equation 6) saves C/(A+C), deploying "
+           "for average load (equation 5) up to C/A (the concurrency gain; throughput = 1 + that); whiskers "
            "from the rounds' bounds (every round met .. any round met), 'no interval' where no level met the SLO in "
-           "every round. The ledger's cost-saving-18.6 and throughput-1.22x rows are these bars at the loosest SLO "
+           "every round. The ledger's cost-saving (18.6%) and throughput (1.22x) rows are these bars at the loosest SLO "
            "(one function, analysis.deployment). The paper's markers apply the same equations to its Table I "
            f"({p_peak:.1%} and {p_avg:.1%} for V100 + Xeon, 2 s; its text gives 18.6% and 22.3%). " + acc_words)
     return plotting.save(fig, out_png, cap)
