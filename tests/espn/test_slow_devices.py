@@ -138,6 +138,9 @@ def test_cap_holds_the_ann_index():
 
     plan = memory.plan(1000, 300, frac=0.5, headroom_bytes=50)
     assert memory.cap_bytes(plan) == 300 + 500 + 50
+    # each back end's own buffers on top: the O_DIRECT ones hold read/decode/prefetch buffers, mmap few
+    assert memory.headroom_for("mmap", 8, 64) == 8 << 20
+    assert memory.headroom_for("direct_prefetch", 8, 64) == memory.headroom_for("direct", 8, 64) == 64 << 20
 
 
 def test_back_ends_run_in_an_order_of_each_process():

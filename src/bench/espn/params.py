@@ -61,6 +61,7 @@ class Params:
     memory_budgets_mib: tuple[float, ...]
     budget_mechanism: str
     cgroup_headroom_mib: float
+    cgroup_headroom_io_mib: float
     backends: tuple[str, ...]
     report_not_run: tuple[str, ...]
     e2e_queries: int

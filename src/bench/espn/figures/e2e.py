@@ -32,7 +32,7 @@ def fig1(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
         ax.barh(g.label, g[s] * 1e3, left=left, label=_thin(names[s], g[s] * 1e3, total), color=col[names[s]])
         left += g[s].to_numpy() * 1e3
     ax.invert_yaxis()
-    ax.tick_params(axis="y", labelsize=7)
+    ax.tick_params(axis="y", labelsize=8)
     ax.set_xlabel("mean latency per query (ms)")
     ax.set_ylabel("back end, budget = memory for embedding pages / table size")
     ax.set_title("Figure 1: end-to-end latency breakdown")

@@ -7,9 +7,11 @@ Mechanisms, best first (each record names the one that enforced its budget):
   :mod:`bench.core.cgroups`), the measuring process moves itself into a child cgroup whose
   ``memory.limit_in_bytes`` (v1) or ``memory.max`` (v2) covers the page cache too (unlike the paper's
   setup, which needed an mlock'd balloon beside the cgroup). The cap is the ANN index plus the
-  embedding pages plus a small headroom for per-query buffers (:func:`cap_bytes`); the worker loads the
-  ANN index again after joining, so the index is charged to the cap as the paper's cgroup charges the
-  whole retrieval process (the encoder and queries, loaded before, are not). Both are measured budgets.
+  embedding pages plus a headroom for the back end's own per-query buffers (:func:`cap_bytes`,
+  :func:`headroom_for`: the O_DIRECT back ends hold more); the worker loads the ANN index again after
+  joining, and a balloon of touched memory makes up what the reload did not charge (reused heap stays
+  charged outside), so the index's size is charged to the cap as the paper's cgroup charges the whole
+  retrieval process (the encoder and queries, loaded before, are not). Both are measured budgets.
   Each pass records the cap's failcnt and reclaim over the pass (:func:`pressure`) and whether the
   budget bound (:func:`bound`).
 - ``fadvise-evict``: elsewhere, the table's resident size is checked after every query (``mincore``)
@@ -127,13 +129,26 @@ def bound(budget: dict | None, before: dict, after: dict, mech: str, kind: str, 
 
 class CgroupCap(cgroups.MemoryCap):
     """Move this process into a fresh child memory cgroup capped at ``limit_bytes``; undo on exit
-    (:class:`BackendUnavailable` where the cap cannot be set)."""
+    (:class:`BackendUnavailable` where the cap cannot be set). :meth:`set_limit` changes the cap in place
+    (a back end's own headroom)."""
 
     def __init__(self, limit_bytes: int, name: str | None = None):
         try:
             super().__init__(limit_bytes, tag="espn", name=name)
         except cgroups.CgroupUnavailable as exc:
             raise BackendUnavailable(str(exc)) from None
+
+    def set_limit(self, limit_bytes: int) -> None:
+        """The cap's new limit (a lower one makes the kernel reclaim page cache down to it)."""
+        self.limit = int(limit_bytes)
+        for f, v in self._controls().items():
+            cgroups._write(self.path / f, v)
+
+
+def headroom_for(kind: str, mmap_mib: float, io_mib: float) -> int:
+    """A back end's headroom in bytes: the O_DIRECT ones (direct, direct_prefetch, gds) hold read, decode
+    and prefetch buffers; mmap and memory few."""
+    return int((io_mib if kind in ("direct", "direct_prefetch", "gds") else mmap_mib) * 2**20)
 
 
 def remove_worker_cgroups(pid: int | None = None) -> list[Path]:
