@@ -228,8 +228,8 @@ def out_path(what: str, out: str | os.PathLike, suffix: str | None = None) -> No
         parent = parent.parent
     if not parent.is_dir() or not os.access(parent, os.W_OK) or not _can_create(parent):
         raise ConfigError(f"{what}: --out {out}: {parent} is not a writable folder")
-    if path.is_dir():
-        raise ConfigError(f"{what}: --out {out}: is a folder, expected a file")
+    if suffix and path.is_dir():   # a build may write a folder (ESPN's index); a record set is one file
+        raise ConfigError(f"{what}: --out {out}: is a folder, expected a {suffix} file")
 
 
 def _can_create(folder: Path) -> bool:
