@@ -37,3 +37,84 @@ def test_formats_follow_the_profile(tmp_path):
             plotting.set_formats(["pdf"])
     finally:
         plotting.set_formats(["png", "pdf"])
+
+
+def test_the_page_width_the_check_assumes_is_the_report_pages():
+    """figure_checks.PAGE_FIGURE_PX follows report.STYLE: images at most 100% of a body padded 16 px a side."""
+    from bench.core import figure_checks, report
+
+    assert "img{max-width:100%" in report.STYLE.replace(" ", "")
+    assert "padding:12px16px" in report.STYLE.replace(" ", "")
+    assert figure_checks.PAGE_FIGURE_PX == 1280 - 15 - 2 * 16 == 1233
+
+
+def test_displayed_text_size():
+    from bench.core.figure_checks import displayed_px
+
+    assert displayed_px(7.2, 150, 1000) == pytest.approx(15.0)             # narrower than the page: native
+    assert displayed_px(7.2, 150, 2466) == pytest.approx(15.0 * 1233 / 2466)  # twice too wide: half size
+
+
+def _wide(tmp_path, ncols: int, **start_kw):
+    fig, axes = plotting.start(ncols, **start_kw)
+    for i, ax in enumerate(axes):
+        ax.plot([0, 1], [0, 1])
+        ax.set_title(f"panel {i}")
+        ax.annotate("a small note", (0.5, 0.5), fontsize="x-small")
+    return fig, axes
+
+
+def test_small_text_on_a_wide_figure_fails_strict_and_warns_otherwise(tmp_path, monkeypatch):
+    from bench.core import figure_checks
+
+    plotting.apply_style()
+    fig, ax = plt.subplots(figsize=(16, 3))
+    ax.plot([0, 1], [0, 1])
+    ax.annotate("tiny words", (0.5, 0.5), fontsize=7)
+    small = figure_checks.smallest_text(fig)
+    assert small == (7.0, "tiny words")
+    monkeypatch.setenv(plotting.STRICT_ENV, "1")
+    with pytest.raises(AssertionError, match=r"wide.png: smallest text 'tiny words' \(7.0 pt\) is \d\.\d px"):
+        plotting.save(fig, tmp_path / "wide.png")
+    monkeypatch.setenv(plotting.STRICT_ENV, "0")
+    fig, ax = plt.subplots(figsize=(16, 3))
+    ax.annotate("tiny words", (0.5, 0.5), fontsize=7)
+    plotting.save(fig, tmp_path / "wide.png", caption="c")
+    assert "tiny words" in (tmp_path / "wide.legibility.txt").read_text()   # a warning beside the caption
+    fig, ax = plt.subplots(figsize=(6, 3))
+    ax.annotate("tiny words", (0.5, 0.5), fontsize=7)
+    plotting.save(fig, tmp_path / "wide.png", caption="c")
+    assert not (tmp_path / "wide.legibility.txt").exists()                  # gone once it passes
+
+
+def test_hidden_and_empty_text_does_not_count():
+    from bench.core import figure_checks
+
+    plotting.apply_style()
+    fig, (a, b) = plt.subplots(1, 2)
+    a.text(0.5, 0.5, "hidden", fontsize=3).set_visible(False)
+    a.text(0.5, 0.5, "   ", fontsize=2)
+    b.set_xticks([0, 1], ["x", "y"], fontsize=4)
+    b.axis("off")                                  # an axes switched off draws no tick labels
+    a.set_title("title", fontsize=9)
+    assert figure_checks.smallest_text(fig)[1] != "hidden"
+    assert figure_checks.smallest_text(fig)[0] >= 8
+
+
+@pytest.mark.parametrize("ncols,w,shape", [(4, 3.75, (2, 2)), (2, 7.5, (1, 2)), (2, 9, (2, 1)), (3, 14 / 3, (1, 3)), (5, 3.9, (3, 2)),
+                                           (2, 4, (1, 2))])
+def test_a_wide_row_of_panels_wraps_and_keeps_its_order(tmp_path, ncols, w, shape):
+    fig, axes = _wide(tmp_path, ncols, w=w, h=3)
+    assert len(axes) == ncols and len(fig.axes) == ncols        # a cell left over is removed
+    rows = sorted({round(ax.get_position().y0, 3) for ax in axes}, reverse=True)
+    assert len(rows) == shape[0]
+    assert fig.get_size_inches()[0] <= plotting.MAX_WIDTH_IN + 1e-9
+    assert [ax.get_title() for ax in axes] == [f"panel {i}" for i in range(ncols)]
+    plotting.save(fig, tmp_path / "wrapped.png")                 # strict in the tests: it passes the 10 px check
+
+
+def test_a_wrapped_row_shares_y_across_all_its_panels():
+    fig, axes = plotting.start(4, w=3.75, sharey="row")
+    axes[0].set_ylim(0, 7)
+    assert axes[3].get_ylim() == (0, 7)
+    plt.close(fig)

@@ -5,7 +5,9 @@ tests (``BENCH_STRICT_FIGURES=1``, see :func:`bench.core.plotting.save`):
 - no legend entry without a visible handle (a hollow marker with no edge, a line style "none" and no marker);
 - no two legend entries whose colours are within ΔE 10 (CIE76) and whose line style and marker are also
   the same, so they could not be told apart;
-- no numpy repr (``np.float64(0.5)``) in a caption.
+- no numpy repr (``np.float64(0.5)``) in a caption;
+- no text smaller than 10 px as the report shows it (:func:`legibility`): the report page shows a figure at
+  most :data:`PAGE_FIGURE_PX` wide, so a wider PNG is scaled down and its text with it.
 
 The legend-covers-data check is :func:`bench.core.plotting.legend_overlaps`.
 """
@@ -17,6 +19,12 @@ import numpy as np
 
 NUMPY_REPR = re.compile(r"\bnp\.(float|int|uint|bool)\w*\(")
 MIN_DELTA_E = 10.0
+# The widest a figure is shown on the report page (bench.core.report.STYLE: img max-width 100% in a body
+# padded 16 px each side) at a 1280 px browser window with its 15 px scrollbar: 1280 - 15 - 2 x 16 = 1233 px,
+# as headless Chromium measures it (the img's clientWidth). tests/core/test_plotting.py checks STYLE still says so.
+PAGE_WINDOW_PX, SCROLLBAR_PX, BODY_PADDING_PX = 1280, 15, 16
+PAGE_FIGURE_PX = PAGE_WINDOW_PX - SCROLLBAR_PX - 2 * BODY_PADDING_PX
+MIN_TEXT_PX = 10.0   # the smallest text a reader should meet on the page, in CSS px
 
 
 def bars_on_log_axes(fig) -> list[str]:
@@ -123,6 +131,81 @@ def close_colours(fig) -> list[str]:
 
 def caption_problems(caption: str | None) -> list[str]:
     return ["a numpy repr in the caption"] if caption and NUMPY_REPR.search(caption) else []
+
+
+def _axis_texts(axis) -> list:
+    """The texts an axis draws: its label, offset text and the tick labels of the ticks in view."""
+    try:
+        ticks = axis._update_ticks()          # the ticks drawn (in view), labels set
+    except AttributeError:                    # pragma: no cover - older matplotlib
+        ticks = axis.get_major_ticks()
+    out = [axis.label, axis.offsetText]
+    for t in ticks:
+        out += [t.label1, t.label2]
+    return out
+
+
+def _texts(artist, out: list) -> list:
+    """Every visible, non-empty Text under ``artist`` (skipping hidden subtrees and axes switched off)."""
+    from matplotlib.axes import Axes
+    from matplotlib.axis import Axis
+    from matplotlib.text import Text
+
+    if not artist.get_visible() or artist.get_alpha() == 0:
+        return out
+    if isinstance(artist, Text):
+        if artist.get_text().strip():
+            out.append(artist)
+        return out
+    if isinstance(artist, Axis):
+        for t in _axis_texts(artist):
+            _texts(t, out)
+        return out
+    for child in artist.get_children():
+        if isinstance(artist, Axes) and not artist.axison and isinstance(child, Axis):
+            continue
+        _texts(child, out)
+    return out
+
+
+def smallest_text(fig) -> tuple[float, str] | None:
+    """(font size in points, the text) of the smallest visible text of ``fig``: titles, axis labels, tick
+    labels, legend entries, annotations; None for a figure with no text."""
+    texts = _texts(fig, [])
+    if not texts:
+        return None
+    t = min(texts, key=lambda t: t.get_fontsize())
+    return float(t.get_fontsize()), t.get_text().strip().replace("\n", " ")[:40]
+
+
+def png_width(path) -> int:
+    """A PNG's width in pixels (its IHDR chunk)."""
+    with open(path, "rb") as f:
+        head = f.read(24)
+    if head[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError(f"{path}: not a PNG")
+    return int.from_bytes(head[16:20], "big")
+
+
+def displayed_px(points: float, dpi: float, width_px: int, page_px: int = PAGE_FIGURE_PX) -> float:
+    """How tall ``points`` of text in a PNG saved at ``dpi`` and ``width_px`` wide is on the page, in CSS px:
+    points x dpi/72 x (display width / image width), the display width being min(image width, ``page_px``)."""
+    return points * dpi / 72.0 * min(width_px, page_px) / width_px
+
+
+def legibility(fig, png, dpi: float) -> tuple[float, str, str | None]:
+    """(smallest text as displayed in px, that text, a problem or None) for ``fig`` saved as ``png`` at ``dpi``."""
+    small = smallest_text(fig)
+    if small is None:
+        return float("inf"), "", None
+    points, text = small
+    px = displayed_px(points, dpi, png_width(png))
+    problem = None
+    if px < MIN_TEXT_PX:
+        problem = (f"smallest text '{text}' ({points:.1f} pt) is {px:.1f} px as shown on the report page "
+                   f"(under {MIN_TEXT_PX:g} px; the PNG is {png_width(png)} px wide, shown at most "
+                   f"{PAGE_FIGURE_PX} px): fewer panels per row, or larger text")
+    return px, text, problem
 
 
 def problems(fig, caption: str | None = None) -> list[str]:

@@ -51,16 +51,48 @@ def apply_style() -> None:
                          "lines.markeredgewidth": 1.2})
 
 
+# The widest figure, in inches, whose smallest usual text (7 pt) stays >= 10 px on the report page: a PNG wider
+# than the page's figure width (bench.core.figure_checks.PAGE_FIGURE_PX, 1233 px) is scaled down, so its text
+# shows at points x 1233 / (72 x width in inches) px whatever the dpi: 7 x 1233 / (72 x 11.5) = 10.4 px.
+MAX_WIDTH_IN = 11.5
+SQUEEZE = 0.75  # a row of up to 3 panels may narrow to this share of its width before it wraps into more rows
+
+
+def layout(ncols: int, nrows: int = 1, w: float = 4.2, max_w: float = MAX_WIDTH_IN) -> tuple[int, int, float]:
+    """(rows, columns, panel width) for ``ncols`` x ``nrows`` panels of width ``w`` in a figure at most
+    ``max_w`` inches wide: as asked when it fits; narrower panels when the grid has several rows (kept as
+    they are), or for a row of at most 3 panels that keeps :data:`SQUEEZE` of their width; otherwise the row
+    wrapped into as few balanced rows as fit (4 panels -> 2 x 2, 5 -> 3 + 2)."""
+    if ncols * w <= max_w:
+        return nrows, ncols, w
+    if nrows > 1 or ncols == 1 or (ncols <= 3 and max_w / ncols >= SQUEEZE * w):
+        return nrows, ncols, max_w / ncols
+    per_row = max(1, int(max_w // w))
+    rows = -(-ncols // per_row)
+    per_row = -(-ncols // rows)
+    return rows, per_row, min(w, max_w / per_row)
+
+
 def start(ncols: int = 1, nrows: int = 1, *, w: float = 4.2, h: float = 3.4, **kw):
     """A new figure of ``nrows`` x ``ncols`` panels in the suite's style (constrained layout): the one
-    way every study starts a figure. Returns ``(fig, axes)`` with ``axes`` always a flat list."""
+    way every study starts a figure. Returns ``(fig, axes)`` with ``axes`` always a flat list.
+
+    The figure is at most :data:`MAX_WIDTH_IN` wide, so its text stays legible as the report shows it
+    (:func:`layout`): one row of panels too wide for that wraps into more rows (the flat list keeps its order
+    and length; a cell left over is removed), panels of a grid with several rows, or with width ratios, narrow."""
     import matplotlib.pyplot as plt
     import numpy as np
 
     apply_style()
-    fig, axes = plt.subplots(nrows, ncols, figsize=(w * ncols, h * nrows), layout="constrained", squeeze=False,
-                             **kw)
-    return fig, list(np.ravel(axes))
+    wrap = nrows == 1 and "width_ratios" not in kw.get("gridspec_kw", {})
+    rows, cols, w = layout(ncols, nrows, w) if wrap else (nrows, ncols, min(w, MAX_WIDTH_IN / ncols))
+    if rows != nrows:   # one row wrapped: "share along the row" now means all panels; "along a column", none
+        kw = {**kw, **{k: {"row": True, "col": False}.get(kw[k], kw[k]) for k in ("sharex", "sharey") if k in kw}}
+    fig, axes = plt.subplots(rows, cols, figsize=(w * cols, h * rows), layout="constrained", squeeze=False, **kw)
+    flat = list(np.ravel(axes))
+    for extra in flat[ncols * nrows:]:
+        fig.delaxes(extra)
+    return fig, flat[:ncols * nrows]
 
 
 def label_source(name: str, source: str) -> str:
@@ -168,12 +200,31 @@ def set_formats(formats) -> None:
     FORMATS[:] = formats
 
 
+def _check_legible(fig, png: Path) -> None:
+    """The smallest text of ``fig`` as the report page shows ``png`` (:func:`bench.core.figure_checks.legibility`):
+    under 10 px an error in the tests (``BENCH_STRICT_FIGURES=1``); otherwise a warning beside the caption,
+    ``NAME.legibility.txt`` (removed once the figure passes), so a run never stops for it."""
+    from .figure_checks import legibility
+
+    dpi = plt.rcParams["savefig.dpi"]
+    _, _, problem = legibility(fig, png, fig.dpi if dpi == "figure" else float(dpi))
+    note = png.with_suffix(".legibility.txt")
+    if problem is None:
+        note.unlink(missing_ok=True)
+    elif os.environ.get(STRICT_ENV) == "1":
+        plt.close(fig)
+        raise AssertionError(f"{png.name}: {problem}")
+    else:
+        write_text(note, f"warning: {png.name}: {problem}\n")
+
+
 def save(fig, out_png: str | os.PathLike, caption: str | None = None) -> list[Path]:
     """Save ``fig`` as PNG and the other :data:`FORMATS` (same stem) atomically; write the caption next to them.
 
     Under ``BENCH_STRICT_FIGURES=1`` (the tests, which render every registered figure) a legend covering
     plotted data, or a problem :mod:`bench.core.figure_checks` finds, is an error; the pipeline skips the
-    checks (they cost one more full draw per figure)."""
+    checks (they cost one more full draw per figure). Text under 10 px as the report shows the PNG is an
+    error under the same flag and a warning file beside the caption otherwise (:func:`_check_legible`)."""
     if os.environ.get(STRICT_ENV) == "1":
         from .figure_checks import problems
 
@@ -189,6 +240,8 @@ def save(fig, out_png: str | os.PathLike, caption: str | None = None) -> list[Pa
         with atomic_path(path) as tmp:
             fig.savefig(tmp, format=path.suffix[1:])
         written.append(path)
+        if path == png:
+            _check_legible(fig, png)
     plt.close(fig)
     if caption:
         written.append(write_text(png.with_suffix(".caption.rst"), caption.strip() + "\n"))
