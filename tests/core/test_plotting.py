@@ -118,3 +118,27 @@ def test_a_wrapped_row_shares_y_across_all_its_panels():
     axes[0].set_ylim(0, 7)
     assert axes[3].get_ylim() == (0, 7)
     plt.close(fig)
+
+
+def test_a_figure_tagged_modelled_does_not_back_a_measured_row(tmp_path):
+    import pandas as pd
+
+    from bench.core.figure_checks import png_sources, tag_mismatches
+
+    fig, (ax,) = plotting.start()
+    ax.plot([0, 1], [0, 1], label=plotting.label_source("threshold", "modelled"))
+    ax.plot([0, 1], [1, 2], "*", label=plotting.label_source("paper", "paper"))
+    ax.legend()
+    plotting.save(fig, tmp_path / "eq4.png")
+    fig, (ax,) = plotting.start()
+    ax.plot([0, 1], [0, 1], label="reader")
+    ax.legend()
+    plotting.save(fig, tmp_path / "iops.png")
+    assert png_sources(tmp_path / "eq4.png") == {"modelled", "paper"}
+    assert png_sources(tmp_path / "iops.png") == {"measured"}
+    rows = pd.DataFrame({"study": "s", "claim_id": ["a", "b", "c"], "claim": "x", "paper_value": "",
+                         "source": ["measured", "modelled", "not_run"], "figure": ["eq4", "eq4", "eq4"]})
+    figs = {"s": [tmp_path / "eq4.png", tmp_path / "iops.png"]}
+    assert tag_mismatches(rows, figs) == ["s/eq4: ledger row a is measured, the figure draws modelled, paper"]
+    rows["figure"] = ["iops", "eq4", "iops"]
+    assert tag_mismatches(rows, figs) == []

@@ -83,3 +83,21 @@ def test_fig6_caption_names_encoder_and_synthetic_text(recs_ok):
 def test_a_figure_reads_only_its_record_kinds(recs_ok, tmp_path):
     with pytest.raises(ValueError, match="reads record kind"):
         figures.FIGURES.draw("eq4", {"batch": recs_ok["batch"]}, tmp_path / "x.png")
+
+
+def test_each_figure_tags_the_source_of_the_ledger_rows_it_backs(recs_ok):
+    """Issue 32 section 5: a figure's measured / modelled / emulated tag equals the ledger's source column for
+    the rows it backs (the report's links, bench.core.report_links): each figure drawn from the same records
+    as the claims, then every linked row's source must be among the sources the figure draws."""
+    from bench.core import claims as core_claims
+    from bench.core import records as core_records
+    from bench.core.figure_checks import png_sources, tag_mismatches
+    from bench.espn import STUDY, claims
+
+    from .fake_records import PARAMS_OVERRIDES
+
+    folder = recs_ok["e2e"][0].parent
+    pngs = [_draw(name, recs_ok, folder) for name in figures.FIGURES]
+    assert all(png_sources(p) for p in pngs)                   # every PNG names what it draws
+    rows = core_claims.frame(claims.build(core_records.read_kinds(recs_ok), STUDY.parameters(PARAMS_OVERRIDES), "t"))
+    assert tag_mismatches(rows, {"espn": pngs}) == []

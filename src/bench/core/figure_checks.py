@@ -210,3 +210,56 @@ def legibility(fig, png, dpi: float) -> tuple[float, str, str | None]:
 
 def problems(fig, caption: str | None = None) -> list[str]:
     return bars_on_log_axes(fig) + empty_legend_entries(fig) + close_colours(fig) + caption_problems(caption)
+
+
+# --- Tags against the ledger (issue 32, section 5) -------------------------------------------------------
+SOURCES_KEY = "bench-sources"   # the PNG text chunk naming the sources a figure draws (plotting.save writes it)
+_TAGS = {"modelled": "[modelled (not measured)]", "emulated": "[emulated (not measured)]"}
+
+
+def drawn_sources(fig) -> set[str]:
+    """The sources ``fig`` tags its series with (:func:`bench.core.plotting.label_source`): "modelled" or
+    "emulated" where a legend entry, title or note carries that tag, "measured" where a legend entry carries
+    none (and is not the paper's), or where nothing in the figure is tagged at all; "paper" for the paper's."""
+    texts = [t.get_text() for t in _texts(fig, [])]
+    entries = [t.get_text() for leg in _legends(fig) for t in leg.texts if t.get_text().strip()]
+    found = {s for s, tag in _TAGS.items() if any(tag in t for t in texts)}
+    for e in entries:
+        if "paper" in e.lower():
+            found.add("paper")
+        elif not any(tag in e for tag in _TAGS.values()):
+            found.add("measured")
+    if not found - {"paper"}:
+        found.add("measured")
+    return found
+
+
+def png_sources(png) -> set[str] | None:
+    """The sources a saved PNG says it draws (its ``bench-sources`` text chunk); None for a PNG without one."""
+    from PIL import Image
+
+    with Image.open(png) as im:
+        raw = im.text.get(SOURCES_KEY) if hasattr(im, "text") else None
+    return None if raw is None else {s for s in raw.split(",") if s}
+
+
+def tag_mismatches(claims, figures: dict) -> list[str]:
+    """Ledger rows whose source (measured, modelled, emulated) no figure backing them draws: the rows a figure
+    backs are :func:`bench.core.report_links.link`'s; ``figures`` is {study: [png, ...]}. A row backed by no
+    figure, a not-run row and a PNG saved without its sources are not judged."""
+    from pathlib import Path
+
+    from .report_links import link
+
+    links = link(claims, figures)
+    by_stem = {(s, Path(p).stem): Path(p) for s, pngs in figures.items() for p in pngs}
+    bad = []
+    for r in claims.itertuples(index=False):
+        if r.source not in ("measured", "modelled", "emulated"):
+            continue
+        for stem in links.get((r.study, r.claim_id), []):
+            drawn = png_sources(by_stem[(r.study, stem)])
+            if drawn is not None and r.source not in drawn:
+                bad.append(f"{r.study}/{stem}: ledger row {r.claim_id} is {r.source}, the figure draws "
+                           f"{', '.join(sorted(drawn))}")
+    return bad

@@ -200,6 +200,14 @@ def set_formats(formats) -> None:
     FORMATS[:] = formats
 
 
+def _sources_chunk(fig) -> dict:
+    """The PNG text chunk naming the sources the figure draws (measured, modelled, emulated, paper), which
+    the tag check against the ledger reads (:func:`bench.core.figure_checks.tag_mismatches`)."""
+    from .figure_checks import SOURCES_KEY, drawn_sources
+
+    return {SOURCES_KEY: ",".join(sorted(drawn_sources(fig)))}
+
+
 def _check_legible(fig, png: Path) -> None:
     """The smallest text of ``fig`` as the report page shows ``png`` (:func:`bench.core.figure_checks.legibility`):
     under 10 px an error in the tests (``BENCH_STRICT_FIGURES=1``); otherwise a warning beside the caption,
@@ -238,7 +246,7 @@ def save(fig, out_png: str | os.PathLike, caption: str | None = None) -> list[Pa
     written = []
     for path in [png] + [png.with_suffix(f".{f}") for f in FORMATS if f != "png"]:
         with atomic_path(path) as tmp:
-            fig.savefig(tmp, format=path.suffix[1:])
+            fig.savefig(tmp, format=path.suffix[1:], **({"metadata": _sources_chunk(fig)} if path == png else {}))
         written.append(path)
         if path == png:
             _check_legible(fig, png)
