@@ -42,6 +42,7 @@ def _table(ax, header: list[str], rows: list[list[str]], paper_rows: list[bool],
     t = ax.table(cellText=rows, colLabels=header, loc="upper center", cellLoc="center")
     t.auto_set_font_size(False)
     t.set_fontsize(8.5)
+    t.auto_set_column_width(range(len(header)))   # each column as wide as its text: no header clipped
     t.scale(1, 1.35)
     for (r, _), cell in t.get_celld().items():
         if r == 0:
