@@ -247,7 +247,7 @@ class Server:
         share = [self.threads // procs + (1 if i < self.threads % procs else 0) for i in range(procs)]
         children = []
         for n in share[1:]:
-            pid = os.fork()
+            pid = os.fork()   # fork-safe: this server is its own interpreter (python -m), no torch, no threads yet
             if pid == 0:
                 self._threads(n)
                 os._exit(0)
