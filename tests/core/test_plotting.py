@@ -142,3 +142,13 @@ def test_a_figure_tagged_modelled_does_not_back_a_measured_row(tmp_path):
     assert tag_mismatches(rows, figs) == ["s/eq4: ledger row a is measured, the figure draws modelled, paper"]
     rows["figure"] = ["iops", "eq4", "iops"]
     assert tag_mismatches(rows, figs) == []
+
+
+def test_a_legend_below_keeps_within_the_figure_width():
+    fig, (ax,) = plotting.start(w=5)
+    for i in range(6):
+        ax.plot([0, 1], [i, i], label=f"a long series name number {i} that goes on and on")
+    leg = plotting.legend_below(fig, ncol=6)
+    assert leg.get_window_extent(fig.canvas.get_renderer()).width <= fig.bbox.width
+    assert 1 <= leg._ncols < 6
+    plt.close(fig)

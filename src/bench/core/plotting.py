@@ -117,7 +117,8 @@ def not_run(ax, why: str) -> None:
 
 
 def legend_below(fig, ax=None, ncol: int = 3, **kw):
-    """One legend for the figure, outside and below the axes (needs layout="constrained")."""
+    """One legend for the figure, outside and below the axes (needs layout="constrained"), in ``ncol``
+    columns or fewer: as many as keep it within the figure's width."""
     handles, labels = [], []
     for a in ([ax] if ax is not None else fig.axes):
         for h, l in zip(*a.get_legend_handles_labels()):
@@ -129,7 +130,13 @@ def legend_below(fig, ax=None, ncol: int = 3, **kw):
     # ours first, in drawing order; the paper's values (their own marker) after them
     order = sorted(range(len(labels)), key=lambda i: "paper" in labels[i].lower())
     handles, labels = [handles[i] for i in order], [labels[i] for i in order]
-    return fig.legend(handles, labels, loc="outside lower center", ncol=ncol, fontsize="small", **kw)
+    ncol = max(1, min(ncol, len(labels)))
+    while True:   # fewer columns while the legend is wider than the figure (it would widen the PNG, shrinking it all)
+        leg = fig.legend(handles, labels, loc="outside lower center", ncol=ncol, fontsize="small", **kw)
+        if ncol == 1 or leg.get_window_extent(fig.canvas.get_renderer()).width <= fig.bbox.width:
+            return leg
+        leg.remove()
+        ncol -= 1
 
 
 def _densify(pts, step_px: float = 2.0):

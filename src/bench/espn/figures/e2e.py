@@ -36,7 +36,7 @@ def fig1(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     ax.set_xlabel("mean latency per query (ms)")
     ax.set_ylabel("back end, budget = memory for embedding pages / table size")
     ax.set_title("Figure 1: end-to-end latency breakdown")
-    plotting.legend_below(fig, ncol=5)
+    plotting.legend_below(fig, ncol=3)   # five long entries in one row made the PNG 1950 px wide
     caption = ("End-to-end latency breakdown per back end and memory budget (means over measured queries, "
                "in a steady state: each back end warms up from a cold table until the page cache's share settles). "
                "The budget is the memory left for embedding pages as a fraction of the table; the cgroup cap also "
