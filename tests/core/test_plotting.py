@@ -152,3 +152,11 @@ def test_a_legend_below_keeps_within_the_figure_width():
     assert leg.get_window_extent(fig.canvas.get_renderer()).width <= fig.bbox.width
     assert 1 <= leg._ncols < 6
     plt.close(fig)
+
+
+def test_cols_wraps_a_row_that_would_otherwise_narrow():
+    assert plotting.layout(3, 1, 5.0) == (1, 3, plotting.MAX_WIDTH_IN / 3)
+    assert plotting.layout(3, 1, 5.0, cols=2) == (2, 2, 5.0)
+    fig, axes = plotting.start(3, w=5.0, cols=2)
+    assert len(fig.axes) == 3 and fig.get_size_inches()[0] == pytest.approx(10.0)
+    plt.close(fig)

@@ -58,11 +58,15 @@ MAX_WIDTH_IN = 11.5
 SQUEEZE = 0.75  # a row of up to 3 panels may narrow to this share of its width before it wraps into more rows
 
 
-def layout(ncols: int, nrows: int = 1, w: float = 4.2, max_w: float = MAX_WIDTH_IN) -> tuple[int, int, float]:
+def layout(ncols: int, nrows: int = 1, w: float = 4.2, max_w: float = MAX_WIDTH_IN,
+           cols: int | None = None) -> tuple[int, int, float]:
     """(rows, columns, panel width) for ``ncols`` x ``nrows`` panels of width ``w`` in a figure at most
     ``max_w`` inches wide: as asked when it fits; narrower panels when the grid has several rows (kept as
     they are), or for a row of at most 3 panels that keeps :data:`SQUEEZE` of their width; otherwise the row
-    wrapped into as few balanced rows as fit (4 panels -> 2 x 2, 5 -> 3 + 2)."""
+    wrapped into as few balanced rows as fit (4 panels -> 2 x 2, 5 -> 3 + 2). ``cols`` wraps one row into
+    rows of at most that many panels whatever the width (panels whose tick labels need their full width)."""
+    if cols and nrows == 1 and ncols > cols:
+        return -(-ncols // cols), cols, min(w, max_w / cols)
     if ncols * w <= max_w:
         return nrows, ncols, w
     if nrows > 1 or ncols == 1 or (ncols <= 3 and max_w / ncols >= SQUEEZE * w):
@@ -73,19 +77,20 @@ def layout(ncols: int, nrows: int = 1, w: float = 4.2, max_w: float = MAX_WIDTH_
     return rows, per_row, min(w, max_w / per_row)
 
 
-def start(ncols: int = 1, nrows: int = 1, *, w: float = 4.2, h: float = 3.4, **kw):
+def start(ncols: int = 1, nrows: int = 1, *, w: float = 4.2, h: float = 3.4, cols: int | None = None, **kw):
     """A new figure of ``nrows`` x ``ncols`` panels in the suite's style (constrained layout): the one
     way every study starts a figure. Returns ``(fig, axes)`` with ``axes`` always a flat list.
 
     The figure is at most :data:`MAX_WIDTH_IN` wide, so its text stays legible as the report shows it
     (:func:`layout`): one row of panels too wide for that wraps into more rows (the flat list keeps its order
-    and length; a cell left over is removed), panels of a grid with several rows, or with width ratios, narrow."""
+    and length; a cell left over is removed), panels of a grid with several rows, or with width ratios, narrow.
+    ``cols`` wraps a row into rows of at most that many panels even where narrowing would fit."""
     import matplotlib.pyplot as plt
     import numpy as np
 
     apply_style()
     wrap = nrows == 1 and "width_ratios" not in kw.get("gridspec_kw", {})
-    rows, cols, w = layout(ncols, nrows, w) if wrap else (nrows, ncols, min(w, MAX_WIDTH_IN / ncols))
+    rows, cols, w = layout(ncols, nrows, w, cols=cols) if wrap else (nrows, ncols, min(w, MAX_WIDTH_IN / ncols))
     if rows != nrows:   # one row wrapped: "share along the row" now means all panels; "along a column", none
         kw = {**kw, **{k: {"row": True, "col": False}.get(kw[k], kw[k]) for k in ("sharex", "sharey") if k in kw}}
     fig, axes = plt.subplots(rows, cols, figsize=(w * cols, h * rows), layout="constrained", squeeze=False, **kw)

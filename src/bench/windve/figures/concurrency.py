@@ -96,7 +96,7 @@ def table_3(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     keys = [(p, dev, s) for p in pairs for dev in ("accelerator", "cpu") for s in slos]
     methods = ["regression", "stress", "fine-tuned"]
     col = plotting.colors(methods)
-    fig, (a, b, c) = plotting.start(3, w=5.0, h=H)
+    fig, (a, b, c) = plotting.start(3, w=5.0, h=H, cols=2)   # 8 labelled groups a panel: full width
     x = np.arange(len(keys))
     labels = [f"{'acc' if dev == 'accelerator' else 'CPU'} {p.split('-')[0]}\n{s:g} s" for p, dev, s in keys]
     missing = set()
