@@ -160,3 +160,12 @@ def test_cols_wraps_a_row_that_would_otherwise_narrow():
     fig, axes = plotting.start(3, w=5.0, cols=2)
     assert len(fig.axes) == 3 and fig.get_size_inches()[0] == pytest.approx(10.0)
     plt.close(fig)
+
+
+def test_bracketed_tags_name_their_sources():
+    from bench.core.figure_checks import _tagged
+
+    assert _tagged("x [modelled (not measured)]") == {"modelled"}
+    assert _tagged("offload [accelerator emulated, CPU measured]") == {"emulated", "measured"}
+    assert _tagged("direct I/O [measured on an emulated SSD, +100 µs per read]") == {"emulated", "measured"}
+    assert _tagged("direct I/O") == set()

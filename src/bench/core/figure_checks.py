@@ -217,17 +217,33 @@ SOURCES_KEY = "bench-sources"   # the PNG text chunk naming the sources a figure
 _TAGS = {"modelled": "[modelled (not measured)]", "emulated": "[emulated (not measured)]"}
 
 
+_BRACKET = re.compile(r"\[([^\]]*)\]")
+
+
+def _tagged(text: str) -> set[str]:
+    """The sources a text's bracketed tags name: "[modelled (not measured)]" -> modelled, "[accelerator
+    emulated, CPU measured]" -> emulated and measured, "[measured on an emulated SSD]" -> both."""
+    found = set()
+    for tag in _BRACKET.findall(text):
+        for s in ("modelled", "emulated"):
+            if s in tag:
+                found.add(s)
+        if re.search(r"(?<!not )\bmeasured\b", tag):
+            found.add("measured")
+    return found
+
+
 def drawn_sources(fig) -> set[str]:
-    """The sources ``fig`` tags its series with (:func:`bench.core.plotting.label_source`): "modelled" or
-    "emulated" where a legend entry, title or note carries that tag, "measured" where a legend entry carries
-    none (and is not the paper's), or where nothing in the figure is tagged at all; "paper" for the paper's."""
+    """The sources ``fig`` tags its series with (:func:`bench.core.plotting.label_source`, or any bracketed
+    tag naming modelled, emulated or measured): tags in legend entries, titles and notes; "measured" for a
+    legend entry with no tag (not the paper's) or a figure with no tag at all; "paper" for the paper's values."""
     texts = [t.get_text() for t in _texts(fig, [])]
     entries = [t.get_text() for leg in _legends(fig) for t in leg.texts if t.get_text().strip()]
-    found = {s for s, tag in _TAGS.items() if any(tag in t for t in texts)}
+    found = set().union(*(_tagged(t) for t in texts))
     for e in entries:
         if "paper" in e.lower():
             found.add("paper")
-        elif not any(tag in e for tag in _TAGS.values()):
+        elif not _tagged(e):
             found.add("measured")
     if not found - {"paper"}:
         found.add("measured")
