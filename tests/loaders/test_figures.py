@@ -57,3 +57,21 @@ def test_worker_memory_caption_follows_the_start_method(method, says, tmp_path):
     path = records.write(tmp_path / "w2.parquet", df, {**PROV, "dataloader_default_start_method": method})
     FIGURES.draw("worker_memory_growth", {"workers": [path]}, tmp_path / "w.png")
     assert says in (tmp_path / "w.caption.rst").read_text()
+
+
+def test_each_figure_tags_the_source_of_the_ledger_rows_it_backs(recs, tmp_path):
+    """Issue 32 section 5: each ledger row's source is among the sources the figures linked to it draw
+    (bench.core.report_links' links), figures and claims from the same records."""
+    from bench.core import claims as core_claims
+    from bench.core import records
+    from bench.core.figure_checks import png_sources, tag_mismatches
+    from bench.loaders import STUDY, claims
+
+    pngs = []
+    for name in FIGURES:
+        FIGURES.draw(name, {k: recs[k] for k in FIGURES.records_of(name)}, tmp_path / f"{name}.png")
+        pngs.append(tmp_path / f"{name}.png")
+    assert all(png_sources(p) for p in pngs)
+    data = records.read_kinds({k: recs[k] for k in claims.RECORDS})
+    rows = core_claims.frame(claims.build(data, STUDY.parameters({}), "test"))
+    assert tag_mismatches(rows, {"loaders": pngs}) == []

@@ -151,3 +151,20 @@ def test_repeated_searches_give_the_cell_its_interval():
     g = analysis.gains(pd.DataFrame(rows)).iloc[0]
     assert g.searches == 2 and g.gain == pytest.approx(0.25)
     assert (g.gain_low, g.gain_high) == (pytest.approx(0.2), pytest.approx(0.3)) and g.bracketed
+
+
+@pytest.mark.parametrize("which", ["recs", "gpu_recs"])
+def test_each_figure_tags_the_source_of_the_ledger_rows_it_backs(which, request, tmp_path):
+    """Issue 32 section 5: each ledger row's source (measured / emulated) is among the sources the figures
+    linked to it draw (bench.core.report_links' links), figures and claims from the same records."""
+    from bench.core.figure_checks import png_sources, tag_mismatches
+
+    recs = request.getfixturevalue(which)
+    pngs = []
+    for name in FIGURES:
+        FIGURES.draw(name, {k: recs[k] for k in FIGURES.records_of(name)}, tmp_path / f"{name}.png")
+        pngs.append(tmp_path / f"{name}.png")
+    assert all(png_sources(p) for p in pngs)
+    params = STUDY.parameters({"slos_s": list(synthetic.SLOS)})
+    rows = C.frame(claims.build(records.read_kinds(recs), params, "tiny"))
+    assert tag_mismatches(rows, {"windve": pngs}) == []

@@ -96,9 +96,11 @@ def table_3(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     keys = [(p, dev, s) for p in pairs for dev in ("accelerator", "cpu") for s in slos]
     methods = ["regression", "stress", "fine-tuned"]
     col = plotting.colors(methods)
-    fig, (a, b, c) = plotting.start(3, w=5.0, h=H, cols=2)   # 8 labelled groups a panel: full width
+    fig, (a, b, c) = plotting.start(3, w=5.75, h=H, cols=2)   # 8 labelled groups a panel: two panels a row
     x = np.arange(len(keys))
-    labels = [f"{'acc' if dev == 'accelerator' else 'CPU'} {p.split('-')[0]}\n{s:g} s" for p, dev, s in keys]
+    tag = "\n[emulated]" if src == "emulated" else ""   # the ledger's source for the accelerator's rows
+    labels = [f"{'acc' if dev == 'accelerator' else 'CPU'} {p.split('-')[0]}{tag if dev == 'accelerator' else ''}"
+              f"\n{s:g} s" for p, dev, s in keys]
     missing = set()
     for j, m in enumerate(methods):
         vals = [dr[(dr.pair == p) & (dr.dev == dev) & (dr.slo_s == s) & (dr.method == m)].depth.max() for p, dev, s in keys]
