@@ -47,3 +47,22 @@ def test_fig12_computed_values_are_not_labelled_paper(study_records, figdir):
 def test_a_missing_record_kind_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match="reads record kind"):
         figures.FIGURES.draw("fig12", {"ralm": []}, tmp_path / "x.png")
+
+
+def test_each_figure_tags_the_source_of_the_ledger_rows_it_backs(study_records, study_params, figdir):
+    """Issue 32 section 5: each ledger row's source is among the sources the figures linked to it draw
+    (bench.core.report_links' links), figures and claims from the same records."""
+    from bench.chameleon import claims
+    from bench.core import claims as core_claims
+    from bench.core import records
+    from bench.core.figure_checks import png_sources, tag_mismatches
+
+    pngs = []
+    for name in figures.FIGURES:
+        if not (figdir / f"{name}.png").exists():
+            _draw(name, study_records, figdir)
+        pngs.append(figdir / f"{name}.png")
+    assert all(png_sources(p) for p in pngs)
+    data = records.read_kinds({k: study_records[k] for k in (*claims.RECORDS, "ralm")})
+    rows = core_claims.frame(claims.build(data, study_params, "t"))
+    assert tag_mismatches(rows, {"chameleon": pngs}) == []

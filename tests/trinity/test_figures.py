@@ -12,3 +12,20 @@ def test_figure_renders(study, tmp_path, monkeypatch, name):
     written = figures.FIGURES.draw(name, {k: recs[k] for k in need}, tmp_path / f"{name}.png")
     assert (tmp_path / f"{name}.png").stat().st_size > 0
     assert any(str(p).endswith(".caption.rst") for p in written)
+
+
+def test_each_figure_tags_the_source_of_the_ledger_rows_it_backs(study, tmp_path):
+    """Issue 32 section 5: each ledger row's source is among the sources the figures linked to it draw
+    (bench.core.report_links' links), figures and claims from the same records."""
+    from bench.core import claims as core_claims
+    from bench.core import records
+    from bench.core.figure_checks import png_sources, tag_mismatches
+    from bench.trinity import claims
+
+    recs, pngs = study["records"], []
+    for name in figures.FIGURES:
+        figures.FIGURES.draw(name, {k: recs[k] for k in figures.FIGURES.records_of(name)}, tmp_path / f"{name}.png")
+        pngs.append(tmp_path / f"{name}.png")
+    assert all(png_sources(p) for p in pngs)
+    rows = core_claims.frame(claims.build(records.read_kinds(recs), study["typed"], "test"))
+    assert tag_mismatches(rows, {"trinity": pngs}) == []
