@@ -115,21 +115,19 @@ def cuda_here(py: str) -> bool:
     return r.stdout.strip() == "1"
 
 
-def run_part(py: str, part: str, work: Path, limit: float) -> dict:
-    """One part in its own process group, killed at ``limit`` seconds; its JSON result plus wall time."""
+def run_logged(cmd: list[str], timeout: float, log: Path, env: dict | None = None) -> tuple[int | None, float]:
+    """Run ``cmd`` in its own session, output appended to ``log``; (exit code or None on timeout, seconds).
+    On timeout the whole process group is killed (a hang loses only this command)."""
     import signal
 
-    out, log = work / "parts" / f"{part}.json", work / f"{part}.log"
-    out.unlink(missing_ok=True)
-    log.write_text("")
-    cmd = [py, str(ROOT / "scripts" / "gpu_parts.py"), part, "--out", str(out), "--log", str(log),
-           "--workdir", str(work), "--deadline-s", f"{max(1.0, limit - 3):.0f}",
-           "--env-json", str(work / "parts" / "env.json")]
     t0 = time.perf_counter()
     with open(log, "a") as fh:
-        p = subprocess.Popen(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+        fh.write(f"$ {' '.join(cmd)}\n")
+        fh.flush()
+        p = subprocess.Popen(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True,
+                             env={**os.environ, **(env or {})})
         try:
-            rc = p.wait(timeout=limit)
+            rc = p.wait(timeout=max(1.0, timeout))
         except subprocess.TimeoutExpired:
             try:
                 os.killpg(p.pid, signal.SIGKILL)
@@ -137,7 +135,18 @@ def run_part(py: str, part: str, work: Path, limit: float) -> dict:
                 pass
             p.wait()
             rc = None
-    secs = time.perf_counter() - t0
+    return rc, time.perf_counter() - t0
+
+
+def run_part(py: str, part: str, work: Path, limit: float) -> dict:
+    """One part in its own process group, killed at ``limit`` seconds; its JSON result plus wall time."""
+    out, log = work / "parts" / f"{part}.json", work / f"{part}.log"
+    out.unlink(missing_ok=True)
+    log.write_text("")
+    cmd = [py, str(ROOT / "scripts" / "gpu_parts.py"), part, "--out", str(out), "--log", str(log),
+           "--workdir", str(work), "--deadline-s", f"{max(1.0, limit - 3):.0f}",
+           "--env-json", str(work / "parts" / "env.json")]
+    rc, secs = run_logged(cmd, limit, log)
     if rc == 0 and out.exists():
         res = json.loads(out.read_text())
     elif rc is None:

@@ -23,41 +23,18 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
 import gpu_targets  # noqa: E402
+from gpu_check import run_logged  # noqa: E402  (one bounded runner for the parts and their commands)
 
 NO_CUDA = gpu_targets.NO_CUDA
 PROFILE = "gpu-check"
 
 
+# ----------------------------------------------------------------------------- env
 def cuda() -> bool:
     from bench.core import devices
 
     return devices.cuda_available()
 
-
-def run_logged(cmd: list[str], timeout: float, log: Path, env: dict | None = None) -> tuple[int | None, float]:
-    """Run ``cmd`` in its own session, output appended to ``log``; (exit code or None on timeout, seconds).
-    On timeout the whole process group is killed."""
-    import signal
-
-    t0 = time.perf_counter()
-    with open(log, "a") as fh:
-        fh.write(f"$ {' '.join(cmd)}\n")
-        fh.flush()
-        p = subprocess.Popen(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True,
-                             env={**os.environ, **(env or {})})
-        try:
-            rc = p.wait(timeout=max(1.0, timeout))
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            p.wait()
-            rc = None
-    return rc, time.perf_counter() - t0
-
-
-# ----------------------------------------------------------------------------- env
 
 def _smi(*query: str) -> list[str]:
     try:
