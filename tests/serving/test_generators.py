@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
 import time
 
 import numpy as np
@@ -41,9 +40,9 @@ def fifo_service(service_s: float, stall_at: int | None = None, stall_s: float =
     holds the server ``service_s`` (``+ stall_s`` for request ``stall_at``); always stopped on exit."""
     from aiohttp import web
 
-    from bench.windve.system.service_config import free_port
+    from ..aioserve import serve_app
 
-    loop, state, port, ready = asyncio.new_event_loop(), {}, free_port(), threading.Event()
+    state = {}
 
     async def handle(request):
         i = int(request.query.get("i", -1))
@@ -51,31 +50,13 @@ def fifo_service(service_s: float, stall_at: int | None = None, stall_s: float =
             await asyncio.sleep(service_s + (stall_s if i == stall_at else 0.0))
         return web.json_response({"i": i})
 
+    async def make_lock():
+        state["lock"] = asyncio.Lock()
+
     app = web.Application()
     app.router.add_get("/", handle)
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
-
-    async def setup():
-        state["lock"] = asyncio.Lock()
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", port).start()
-
-    def main():
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(setup())
-        ready.set()
-        loop.run_forever()
-        loop.run_until_complete(runner.cleanup())
-        loop.close()
-
-    th = threading.Thread(target=main, daemon=True)
-    th.start()
-    try:
-        assert ready.wait(30), "service did not start"
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        loop.call_soon_threadsafe(loop.stop)
-        th.join(30)
+    with serve_app(app, on_loop=make_lock) as url:
+        yield url
 
 
 def _caller(sess, url):
@@ -136,8 +117,11 @@ def test_ours_and_loadgen_agree_on_the_same_service():
     print(msg)
     assert min(o50, l50) >= SERVICE_S * 0.9, msg           # nobody reports faster than the server
     assert _agree(o50, l50, P50_TOL) and _agree(o99, l99, P99_TOL), msg
-    # LoadGen's own summary (every completed query) says the same as its trace, from which ours is computed
-    assert run.summary["mlperf_p50_s"] == pytest.approx(l50, rel=0.01, abs=1e-4)
+    # LoadGen's own summary (every completed query) says the same as its trace, from which ours is computed:
+    # its median is one of the trace's middle latencies (LoadGen takes a rank, our summary interpolates, and two
+    # neighbouring latencies of 150 can differ by more than 1%, so no relative tolerance on the values)
+    mid = np.sort([o.latency_s for o in lg])[len(lg) // 2 - 3: len(lg) // 2 + 3]
+    assert mid[0] - 1e-4 <= run.summary["mlperf_p50_s"] <= mid[-1] + 1e-4, (run.summary["mlperf_p50_s"], mid)
     assert run.summary["mlperf_scheduled_rps"] > 0 and run.summary["mlperf_version"]
 
 

@@ -6,9 +6,7 @@ The accelerator the service picks depends on the machine: the CUDA GPU where the
 else the emulated one; tests compare with :data:`ACC`, never with a hard-coded name."""
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -49,36 +47,14 @@ def encoder():
 def running(svc, wait: bool = True):
     """Serve ``svc`` on a free 127.0.0.1 port in a thread; yields the base URL once /health is 200 (at
     once with ``wait=False``); stops it on exit."""
-    from aiohttp import web
-
     from bench.windve.system.app import make_app
-    from bench.windve.system.service_config import free_port
 
-    port = free_port()
-    loop = asyncio.new_event_loop()
-    runner = web.AppRunner(make_app(svc), access_log=None, handle_signals=False)
-    ready = threading.Event()
+    from ..aioserve import serve_app
 
-    def main():
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(runner.setup())
-        loop.run_until_complete(web.TCPSite(runner, "127.0.0.1", port, backlog=1024).start())
-        ready.set()
-        loop.run_forever()
-        loop.run_until_complete(runner.cleanup())
-        loop.close()
-
-    th = threading.Thread(target=main, daemon=True)
-    th.start()
-    try:
-        assert ready.wait(30), "service did not start"
-        url = f"http://127.0.0.1:{port}"
+    with serve_app(make_app(svc)) as url:
         if wait:
             wait_ready(url)
         yield url
-    finally:
-        loop.call_soon_threadsafe(loop.stop)
-        th.join(30)
 
 
 @pytest.fixture
