@@ -135,15 +135,12 @@ def test_spec_is_checked_before_anything_starts():
 
 # ------------------------------------------------------------------ never fork a process that ran torch
 
-# a line may fork where it says why that is safe: a process of its own that never imported torch and runs no
-# thread yet (ESPN's FUSE server spreads its reader threads over processes)
-SAFE = "# fork-safe:"
 FORK = re.compile(r"""get_context\(\s*["']fork["']|set_start_method\(\s*["']fork["']|os\.fork\(|start_method\s*=\s*["']fork["']""")
 
 
 def test_no_launcher_under_src_uses_fork(repo):
     hits = [f"{p.relative_to(repo)}:{i}" for p in sorted((repo / "src").rglob("*.py"))
-            for i, line in enumerate(p.read_text().splitlines(), 1) if FORK.search(line) and SAFE not in line]
+            for i, line in enumerate(p.read_text().splitlines(), 1) if FORK.search(line)]
     assert not hits, f"fork start method used at {hits}"
     assert launch.context().get_start_method() != "fork"
 

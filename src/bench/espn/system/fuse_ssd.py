@@ -233,9 +233,11 @@ class Server:
                 return
 
     def serve(self, procs: int = 1) -> None:
-        """Answer INIT here, then serve with ``threads`` threads spread over ``procs`` processes (forked
-        after INIT; each has its own interpreter lock, so the pass-through's own overhead does not cap the
-        device's parallelism at one core's worth of Python)."""
+        """Answer INIT here, then serve with ``threads`` threads spread over ``procs`` processes (workers
+        started after INIT, fresh interpreters sharing the FUSE descriptor; each has its own interpreter
+        lock, so the pass-through's own overhead does not cap the device's parallelism at one core's worth
+        of Python). Their state needs no sharing: inode numbers follow the sorted file names and each
+        process opens its own backing descriptors."""
         buf = mmap.mmap(-1, BUF)
         while not self.ready.is_set():
             req = os.read(self.fd, BUF)
@@ -245,19 +247,16 @@ class Server:
         sys.stdout.flush()
         procs = max(1, min(int(procs), self.threads))
         share = [self.threads // procs + (1 if i < self.threads % procs else 0) for i in range(procs)]
-        children = []
-        for n in share[1:]:
-            pid = os.fork()   # fork-safe: this server is its own interpreter (python -m), no torch, no threads yet
-            if pid == 0:
-                self._threads(n)
-                os._exit(0)
-            children.append(pid)
+        children = [subprocess.Popen(self._worker_cmd(n), pass_fds=(self.fd,), stdout=subprocess.DEVNULL)
+                    for n in share[1:]]   # in this process group: the device's close stops them too
         self._threads(share[0])
-        for pid in children:
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
+        for child in children:
+            child.wait()
+
+    def _worker_cmd(self, threads: int) -> list[str]:
+        return [sys.executable, "-m", "bench.espn.system.fuse_ssd", "--fd", str(self.fd), "--backing",
+                str(self.root), "--latency-s", repr(self.latency), "--threads", str(threads),
+                "--max-readahead", str(self.readahead), "--worker"]
 
     def _threads(self, n: int) -> None:
         workers = [threading.Thread(target=self._loop, daemon=True, name=f"fuse-ssd-{i}") for i in range(n)]
@@ -407,8 +406,14 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, required=True)
     ap.add_argument("--max-readahead", type=int, default=0)
     ap.add_argument("--procs", type=int, default=1)
+    ap.add_argument("--worker", action="store_true", help="serve reads only (INIT was answered by the server)")
     a = ap.parse_args(argv)
-    Server(a.fd, a.backing, a.latency_s, a.threads, a.max_readahead).serve(a.procs)
+    server = Server(a.fd, a.backing, a.latency_s, a.threads, a.max_readahead)
+    if a.worker:
+        server.ready.set()
+        server._threads(a.threads)
+    else:
+        server.serve(a.procs)
     return 0
 
 
