@@ -15,6 +15,7 @@ Adding a step is one file in ``steps/`` plus its keys in the profile section (do
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import pkgutil
 from pathlib import Path
@@ -175,10 +176,12 @@ def study_names() -> list[str]:
                   if m.ispkg and m.name not in NOT_STUDIES and (root / m.name / "params.py").exists())
 
 
-def declared() -> list[Study]:
-    """Every study's declaration (``bench.<study>.STUDY``), in the order they declare (then by name)."""
+@functools.lru_cache(maxsize=1)
+def declared() -> tuple[Study, ...]:
+    """Every study's declaration (``bench.<study>.STUDY``), in the order they declare (then by name); read
+    once per process (the ledger asks for every row)."""
     studies = [importlib.import_module(f"bench.{n}").STUDY for n in study_names()]
-    return sorted(studies, key=lambda s: (s.order, s.name))
+    return tuple(sorted(studies, key=lambda s: (s.order, s.name)))
 
 
 def by_name() -> dict[str, Study]:
