@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PARTS = ("env", "tests", "profile", "targets")
+PARTS = ("env", "tests", "targets", "profile")   # the profile last: it takes the time the others left
 # seconds each part may take: on one H100 with 16 cores (install ~40 s before them: 6 minutes in all),
 # and shrunk on a machine without CUDA (2 cores: under 3 minutes in all)
 BUDGET_CUDA = {"env": 20, "tests": 75, "profile": 90, "targets": 140}
@@ -273,6 +273,19 @@ def limits(parts: list[str], cuda: bool, left_s: float | None) -> dict[str, floa
     return want
 
 
+def part_limit(part: str, later: list[str], cuda: bool, left_s: float | None) -> float:
+    """A part's limit when it starts: all the time left but the later parts' budgets (so time a part did
+    not use passes on, and the profile, last, takes what remains), or its share where the time left no
+    longer holds every budget."""
+    b = BUDGET_CUDA if cuda else BUDGET_CPU
+    if left_s is None:
+        return float(b[part])
+    reserve = float(sum(b[q] for q in later))
+    if left_s >= b[part] + reserve:
+        return left_s - reserve
+    return max(10.0, b[part] * left_s / (b[part] + reserve))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="make gpu-check: every GPU path of the harness in one call")
     ap.add_argument("--parts", default=os.environ.get("PARTS", ""))
@@ -308,7 +321,9 @@ def main(argv: list[str] | None = None) -> int:
             results[p] = json.loads(f.read_text())
     summary = {"finished": None, "commit": _commit(), "python": how, "cuda": cuda, "install": inst, "ran": parts,
                "parts": results, "total_wall_s": 0.0, "budgets_s": BUDGET_CUDA if cuda else BUDGET_CPU}
-    for p in parts:
+    for n, p in enumerate(parts):
+        left = None if total is None else total - (time.perf_counter() - t0)
+        lim[p] = part_limit(p, parts[n + 1:], cuda, left)
         print(f"gpu-check: {p} (limit {lim[p]:.0f} s)", flush=True)
         results[p] = run_part(py, p, work, lim[p])
         print(f"gpu-check: {p}: {results[p].get('status')} in {results[p]['wall_s']:.0f} s", flush=True)

@@ -231,6 +231,9 @@ def _jobs_planned(text: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+PROFILE_JOBS = 4
+
+
 def profile_part(args) -> dict:
     log = Path(args.log)
     cfg = f"experiments/{PROFILE}.yaml"
@@ -243,11 +246,13 @@ def profile_part(args) -> dict:
             return {"status": "error", "why": "snakemake -n failed: " + (r.stderr.strip().splitlines() or ["?"])[-1]}
         return {"status": "not run", "why": f"{NO_CUDA} (the profile was planned only: snakemake -n)",
                 "jobs_planned": _jobs_planned(r.stdout), "rows_gpu": 0}
-    cores = str(os.cpu_count() or 1)
+    cores = os.cpu_count() or 1
     run_logged([*sm, "--unlock", "--cores", "1", "--configfile", cfg], 60, log)
     t_left = args.deadline_s - 15     # leave time to count the records
-    rc, secs = run_logged([*sm, "--cores", cores, "--configfile", cfg, "--keep-going", "--rerun-incomplete"],
-                          t_left, log)
+    # PROFILE_JOBS steps side by side, each on its share of the cores (the profile's `threads`): a step
+    # takes every core by default, so the jobs would run one after another
+    rc, secs = run_logged([*sm, "--cores", str(cores), "--max-threads", str(max(1, cores // PROFILE_JOBS)),
+                           "--configfile", cfg, "--keep-going", "--rerun-incomplete"], t_left, log)
     res = count_results(ROOT / "results" / PROFILE)
     text = log.read_text(errors="replace")
     m = re.findall(r"(\d+) of (\d+) steps \((\d+)%\) done", text)

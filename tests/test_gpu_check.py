@@ -30,7 +30,7 @@ def _run(*args, env=None, timeout=600):
 def test_an_unknown_part_is_refused_before_any_work(tmp_path):
     r = _run("--parts", "env,bogus", "--work", str(tmp_path / "gc"))
     assert r.returncode == 2
-    assert r.stderr.strip() == "bench: error: unknown part 'bogus' in PARTS; known: env, tests, profile, targets"
+    assert r.stderr.strip() == "bench: error: unknown part 'bogus' in PARTS; known: env, tests, targets, profile"
     assert not (tmp_path / "gc").exists()
     assert gpu_check.parse_parts("targets, env") == ["env", "targets"]
     assert gpu_check.parse_parts("") == list(gpu_check.PARTS)
@@ -115,6 +115,20 @@ def test_part_limits_shrink_to_the_total_left():
     assert sum(lim.values()) <= 200.0 + 1e-6 and lim["targets"] > lim["env"]
 
 
+def test_time_a_part_left_passes_on_and_the_profile_takes_the_rest():
+    b = gpu_check.BUDGET_CUDA
+    assert gpu_check.PARTS[-1] == "profile"
+    # plenty left: env may run until only the later budgets remain
+    assert gpu_check.part_limit("env", ["tests", "targets", "profile"], True, 400.0) == 400.0 - (
+        b["tests"] + b["targets"] + b["profile"])
+    assert gpu_check.part_limit("profile", [], True, 250.0) == 250.0
+    # too little left: the part's proportional share, never under 10 s
+    got = gpu_check.part_limit("tests", ["targets", "profile"], True, 100.0)
+    assert got == b["tests"] * 100.0 / (b["tests"] + b["targets"] + b["profile"])
+    assert gpu_check.part_limit("env", ["tests"], True, 1.0) == 10.0
+    assert gpu_check.part_limit("env", ["tests"], False, None) == gpu_check.BUDGET_CPU["env"]
+
+
 def test_pytest_reports_are_read_whole_or_cut_off(tmp_path):
     x = tmp_path / "j.xml"
     x.write_text('<testsuites><testsuite><testcase classname="t.a" name="ok"/>'
@@ -184,7 +198,7 @@ def test_make_gpu_check_runs_shrunk_without_cuda_and_every_gpu_row_says_not_run(
              env={"OUT": str(out), "GPU_CHECK_CACHE": str(tmp_path / "cache")})
     assert r.returncode == 0, r.stderr[-2000:]
     s = json.loads((work / "summary.json").read_text())
-    assert s["cuda"] is False and s["ran"] == ["env", "profile", "targets"]
+    assert s["cuda"] is False and s["ran"] == ["env", "targets", "profile"]
     env = s["parts"]["env"]["env"]
     assert env["cores"] >= 1 and env["torch"] and env["faiss_gpu"] is False and env["gpu_model"] is None
     assert s["parts"]["profile"]["status"] == "not run" and "no CUDA" in s["parts"]["profile"]["why"]

@@ -255,6 +255,26 @@ def test_capture_falls_back_to_eager(small):
     assert ExtendEngine(small["base"], small["graph"], capacity=2).mode == "eager"
 
 
+def test_the_step_is_ready_to_run_when_the_capture_starts(small, monkeypatch):
+    """A CUDA capture runs the step (its warm-up) inside the constructor: everything the step reads must be
+    set before it. Without CUDA, a stand-in capture that runs the step at the same point (the H200 run of
+    make gpu-check found ``skip_idle`` set after it, so every capture failed and the engine ran eager)."""
+    import bench.trinity.system.engine as engine_mod
+
+    class RunsAtOnce:
+        def __init__(self, torch, fn, device, enabled=True):
+            fn()
+            self.fn, self.mode = fn, "cuda-graph"
+
+        def __call__(self):
+            self.fn()
+
+    monkeypatch.setattr(engine_mod, "Captured", RunsAtOnce)
+    kw = dict(capacity=8, p=2, top_m_max=32, chunk=40, trace=True, visited="hash")
+    e = ExtendEngine(small["base"], small["graph"], skip_idle=False, **kw)
+    assert e.mode == "cuda-graph"
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("visited,sync_every", [("hash", 4), ("bitmap", 1), ("auto", 3)])
 def test_cuda_graph_gives_the_cpu_results(small, visited, sync_every):

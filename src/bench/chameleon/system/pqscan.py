@@ -302,6 +302,17 @@ def _counting_torch(base: np.ndarray, lens: np.ndarray, device, step: int):
     return out.add_(torch.arange(0, total * step, step, device=device))
 
 
+def _repeat(values: np.ndarray, counts: np.ndarray, device):
+    """``np.repeat(values, counts)`` built on ``device`` (one row per probed code: tens of millions at 1M
+    vectors and a batch of 1,024, too many to build on the host and copy over)."""
+    import torch
+
+    if torch.device(device).type == "cpu":
+        return torch.from_numpy(np.repeat(values, counts))
+    v, c = _on(device, values, counts)
+    return torch.repeat_interleave(v, c, output_size=int(counts.sum()))
+
+
 def _on(device, *arrays):
     import torch
 
@@ -318,9 +329,9 @@ def _scan_pairs(layout: IVFPQLayout, lut, lists_np: np.ndarray, coarse_dist, k: 
     qtot = lens.reshape(nq, -1).sum(1)
     total, width = int(qtot.sum()), int(qtot.max())
     rows = _counting(layout.offsets[lists_np].reshape(-1), lens, dev)
-    lens_t, qbase = _on(dev, lens, np.repeat(np.arange(nq, dtype=np.int32) * (layout.m * KSUB), qtot))
+    lens_t, = _on(dev, lens)
     idx = layout.codes_off.index_select(0, rows)                         # (rows, m) int32, code + j * 256
-    idx += qbase[:, None]                                                # + query * m * 256: its own table
+    idx += _repeat(np.arange(nq, dtype=np.int32) * (layout.m * KSUB), qtot, dev)[:, None]  # + its own table
     d = _gather_sum(lut.reshape(-1), idx)
     d += layout.norm_term.index_select(0, rows)
     d += torch.repeat_interleave(coarse_dist.reshape(-1), lens_t, output_size=total)

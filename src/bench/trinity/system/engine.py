@@ -127,10 +127,11 @@ class ExtendEngine:
         self.seeds = torch.as_tensor(rng.choice(n, size=self.P, replace=n < self.P), device=self.dev)  # entry points
         self._alloc()
         self.vis = self._visited(visited, visited_size, visited_ways)
-        self._run = Captured(torch, self._step, self.dev, enabled=cuda_graph)
         # a captured graph replays its launches whatever the slots hold: no skipping where one is captured
+        # (set before the capture below, which runs the step and reads it)
         want = (self.dev.type == "cpu") if skip_idle is None else bool(skip_idle)
         self.skip_idle = want and not (self.dev.type == "cuda" and cuda_graph)
+        self._run = Captured(torch, self._step, self.dev, enabled=cuda_graph)
 
     def _shape(self, chunk: int | None, sync_every: int | None) -> None:
         """The captured size (chunk lanes, launches per extend) and the host read interval."""
