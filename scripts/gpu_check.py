@@ -3,8 +3,8 @@
 
 Parts, each in its own process with its own time limit (a hang loses that part only; the summary is still
 written): ``env`` (GPU, driver, CUDA, torch, faiss GPU support, cgroup version, cores), ``tests``
-(``pytest -m gpu``), ``profile`` (the ``gpu-check`` profile: records and a ledger) and ``targets`` (each GPU
-path beside its anchor, scripts/gpu_targets.py). Writes ``gpu-check/summary.md`` and ``summary.json`` and
+(``pytest -m gpu``), ``targets`` (each GPU path beside its anchor, scripts/gpu_targets.py) and, last, with
+the time the others left, ``profile`` (the ``gpu-check`` profile: records and a ledger). Writes ``gpu-check/summary.md`` and ``summary.json`` and
 copies them (and each part's log) under ``$OUT/gpu-check/`` when ``OUT`` is set.
 
 Python: ``.venv/bin/python`` where it exists; else, on an offline CUDA host, the host's ``python3`` after the
@@ -12,7 +12,7 @@ carried offline pack (``.offline-gpu/``) is installed by its ``setup.sh`` (timed
 itself needs only the standard library. Without CUDA the same command runs shrunk: every GPU row says
 "not run: no CUDA".
 
-    python3 scripts/gpu_check.py [--parts env,tests,profile,targets]
+    python3 scripts/gpu_check.py [--parts env,tests,targets,profile]
 """
 from __future__ import annotations
 
@@ -243,8 +243,13 @@ def summary_md(s: dict) -> str:
 
 
 def _commit() -> str:
-    r = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    return r.stdout.strip() or "?"
+    """HEAD, and whether the tree differs from it (a lent host gets a copy of the working tree, whose .git
+    may lag behind it)."""
+    git = ["git", "-C", str(ROOT)]
+    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                           text=True).stdout.strip()
+    return f"{head or '?'} with uncommitted changes" if dirty else head or "?"
 
 
 def write_summary(work: Path, s: dict) -> None:
