@@ -52,7 +52,7 @@ asv-publish: venv
 	cd benchmarks && HOME=$(CURDIR)/.cache/asv-home ../$(VENV)/bin/asv publish
 
 # Every GPU path on a lent CUDA host in one call (README "Checking the GPU paths on a lent CUDA host in one
-# call"); PARTS=env,tests,profile,targets reruns only the named parts. The script checks its input first, then
+# call"); PARTS=env,tests,targets,profile reruns only the named parts. The script checks its input first, then
 # makes the venv as the other targets do, except on an offline CUDA host that carries .offline-gpu/ and has
 # no .venv, where it installs the pack into the host's python3.
 PARTS ?=
