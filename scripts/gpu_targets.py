@@ -4,7 +4,7 @@ same machine, by calling the studies' own code:
 
 - Trinity (section 3.2): the extend engine (``bench.trinity.system.engine``, CUDA graph where it captures)
   at recall@10 >= 0.95 against exact brute force on the same GPU (target >= 2x) and faiss HNSW on all
-  host cores; the graph build (``bench.trinity.system.graph``) on the GPU against faiss's HNSW build;
+  host cores; the graph build (``bench.ann.graph``) on the GPU against faiss's HNSW build;
 - Chameleon (section 6.2): the ``gpu`` configuration against exact brute force on the same GPU at nprobe 32,
   batch 1,024 (target >= 3x), its probed-code bytes/s as a share of the GPU's copy bandwidth, and
   ``cpu-gpu`` against ``cpu`` (the paper: 0.91-1.42x), all ``bench.chameleon.system.backends``;
@@ -225,7 +225,7 @@ def trinity_engine(p: dict, device: str | None, cores: int) -> list[dict]:
     import torch
 
     from bench.chameleon.system import exact
-    from bench.trinity.system import graph as G
+    from bench.ann import graph as G
 
     T, n = "Trinity engine", p.get("n")
     gpu, cuda = device is not None, bool(device and device.startswith("cuda"))   # cuda: False for the stand-in
@@ -296,7 +296,7 @@ def trinity_build(p: dict, device: str | None, cores: int) -> list[dict]:
     (a build is one-shot) after a small warm-up build of the GPU kernels."""
     import torch
 
-    from bench.trinity.system import graph as G
+    from bench.ann import graph as G
 
     T, n = "Trinity graph build", p.get("n")
     if n is None:

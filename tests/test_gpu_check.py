@@ -159,7 +159,7 @@ def test_the_targets_gpu_code_paths_run_on_the_cpu(tmp_path, monkeypatch):
     """What the GPU host runs, with device "cpu": the engine sweep to recall 0.95, exact brute force, MaxSim."""
     from bench.chameleon.system import exact
     from bench.espn.system import maxsim
-    from bench.trinity.system import graph as G
+    from bench.ann import graph as G
 
     monkeypatch.setenv("GPU_CHECK_CACHE", str(tmp_path))
     x, q = gpu_targets.sift(3000, 64)

@@ -10,7 +10,7 @@ from ._fixtures import sift_like
 
 @functools.lru_cache(maxsize=None)
 def _graph():
-    from bench.trinity.system import graph
+    from bench.ann import graph
 
     xb, _, _ = sift_like()
     return graph.build_graph(xb, graph.GraphParams(degree=32, knn_degree=64), seed=0)

@@ -10,7 +10,7 @@ from bench.data import groundtruth, synthetic
 
 @pytest.fixture(scope="module")
 def setup():
-    from bench.trinity.system import graph
+    from bench.ann import graph
 
     measure.set_threads(1)
     xb, xq = synthetic.sift_like(5_000, 0, 64)

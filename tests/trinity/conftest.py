@@ -8,7 +8,7 @@ import pytest
 @pytest.fixture(scope="session")
 def small():
     from bench.data import groundtruth, synthetic
-    from bench.trinity.system import graph
+    from bench.ann import graph
 
     xb, xq = synthetic.sift_like(2000, seed=7, n_queries=40, n_clusters=20)
     gt, _ = groundtruth.exact_knn(xb, xq, 10)
@@ -64,7 +64,7 @@ def study(tmp_path_factory):
     from bench.core.step import Context, execute
     from bench.data import prepared
     from bench.trinity import STUDY
-    from bench.trinity.system import graph
+    from bench.ann import graph
 
     root = tmp_path_factory.mktemp("trinity")
     man = prepared.prepare("tiny-sift", {"source": "synthetic/sift-like", "n_base": 2000, "n_query": 40,

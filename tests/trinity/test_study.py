@@ -71,7 +71,7 @@ def test_bad_config_fails_before_work(study, tmp_path):
 def test_graph_of_other_vectors_is_refused(study, tmp_path):
     import numpy as np
 
-    from bench.trinity.system import graph
+    from bench.ann import graph
 
     g = np.zeros((100, 16), np.int32)
     other = graph.save_graph(tmp_path / "other.ibin", g, np.zeros((100, 128), np.uint8), {})

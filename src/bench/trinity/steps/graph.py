@@ -1,17 +1,17 @@
 """Build step ``graph``: the CAGRA-style fixed-degree graph of one dataset (Trinity section 3.2), written as
-an ``ibin`` file with a JSON sidecar fingerprinting the vectors it was built on (:mod:`..system.graph`)."""
+an ``ibin`` file with a JSON sidecar fingerprinting the vectors it was built on (:mod:`bench.ann.graph`)."""
 from __future__ import annotations
 
 import time
 
 import numpy as np
 
+from ...ann import graph
 from ...core.params import as_dict
 from ...core.step import Context
 from ...core.study import step
 from ...data import prepared
 from ..params import Params
-from ..system import graph
 
 
 @step("graph", needs=("manifest",), kind="build")

@@ -8,12 +8,13 @@ import dataclasses
 
 import numpy as np
 
+from ...ann import graph as graph_mod
 from ...core import devices, records
 from ...core.errors import ConfigError
 from ...core.params import as_dict
 from ...data import prepared
 from ..params import Params
-from ..system import event_loop, graph as graph_mod
+from ..system import event_loop
 from ..system.engine import ExtendEngine, validate_queries
 from ..system.workload import RequestClass, parse_classes
 

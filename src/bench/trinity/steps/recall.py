@@ -5,12 +5,11 @@ brute force on the engine's device (same data, same threads), in the ann-benchma
 from __future__ import annotations
 
 import dataclasses
-import time
 
-import faiss
 import numpy as np
 import pandas as pd
 
+from ...ann import hnsw
 from ...ann.metrics import recall_at_k
 from ...core import measure
 from ...core.params import as_dict
@@ -103,17 +102,12 @@ def _timed_rows(t: measure.Timings, nq: int, rec: float, k: int, threads: int, *
 
 def _hnsw_rows(b: Bench, nq: int) -> tuple[list[dict], dict]:
     rp, h = b.p.recall, b.p.recall.hnsw
-    x = np.ascontiguousarray(b.v.base, dtype=np.float32)
-    index = faiss.IndexHNSWFlat(x.shape[1], h.M)
-    index.hnsw.efConstruction = h.ef_construction
-    t0 = time.perf_counter()
-    index.add(x)
-    build_s = time.perf_counter() - t0
+    index, build_s = hnsw.build(b.v.base, h.M, h.ef_construction)
     q = b.v.queries[:nq]
     rows = []
     for ef in h.ef_search:
-        index.hnsw.efSearch = ef
-        t = measure.repeat(lambda: index.search(q, rp.k)[1], repeats=rp.repeats, warmup=rp.warmup,
+        hnsw.set_ef_search(index, ef)
+        t = measure.repeat(lambda: hnsw.search(index, q, rp.k), repeats=rp.repeats, warmup=rp.warmup,
                            keep_results=True)
         rec = recall_at_k(t.results[0], b.v.gt[:nq], rp.k)
         rows += _timed_rows(t, nq, rec, rp.k, b.p.engine.threads, system="faiss-hnsw", mode="batched",

@@ -1,8 +1,7 @@
 """Trinity's mechanisms (Liu and Qian, 2025), usable on their own (they import bench.core, bench.serving,
-bench.data and each other only):
+bench.data and each other only). The CAGRA-style fixed-degree graph the search pool keeps resident (section
+3.2) is built by :mod:`bench.ann.graph` (with :mod:`bench.ann.knn`), shared with any study; here:
 
-- :mod:`.graph` (with :mod:`.knn`): the CAGRA-style fixed-degree graph the search pool keeps resident
-  (section 3.2);
 - :mod:`.engine` (with :mod:`.visited` and :mod:`.capture`): the extend-step search engine, one extend of
   every active request per fixed-shape batched distance operation, captured as a CUDA graph where there is
   one (section 3.2, Figure 3);

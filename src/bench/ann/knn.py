@@ -1,5 +1,7 @@
-"""The kNN graph under Trinity's fixed-degree search graph (paper section 3.2, built the CAGRA way, step 1):
-each vector's K nearest other vectors, nearest first, ties broken by id.
+"""Exact kNN graphs, shared by the studies (not a study itself): each vector's K nearest other vectors,
+nearest first, ties broken by id. It serves Trinity (Liu and Qian, 2025), section 3.2: step 1 of its
+fixed-degree search graph, built the CAGRA way (Ootomo et al., ICDE 2024: its initial kNN graph), through
+:mod:`bench.ann.graph`; any study needing a kNN graph imports it from here.
 
 Two stages, so that every device gives the same lists:
 
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...core.errors import DataFormatError
+from ..core.errors import DataFormatError
 
 MARGIN = 16
 

@@ -1,8 +1,11 @@
+"""The CAGRA-style fixed-degree graph and its exact kNN graph (bench.ann.graph, bench.ann.knn; Trinity section
+3.2): shape and validity, pruning and reverse edges against the numpy reference, exact kNN with ties by id,
+the CUDA path's candidates run on the CPU, the fingerprinted file, and a GPU build equal to the CPU build."""
 import numpy as np
 import pytest
 
+from bench.ann import graph, knn
 from bench.core.errors import BenchError, ConfigError, DataFormatError
-from bench.trinity.system import graph
 
 
 def test_graph_is_fixed_degree_and_valid(small):
@@ -47,7 +50,7 @@ def test_bad_graph_parameters():
 
 
 def test_vectorised_pruning_and_reverse_edges_match_the_numpy_reference(small):
-    from . import reference
+    from . import graph_reference as reference
 
     knn_ids = graph.knn_graph(small["base"], 32, 200_000, 16, 0)
     assert np.array_equal(graph.detour_counts(knn_ids, 64), reference.detour_counts(knn_ids, 64))
@@ -73,8 +76,6 @@ def test_matmul_candidates_give_the_faiss_knn(small):
     """The CUDA path's candidates (tiled matmul + topk), run on the CPU, give the CPU build's lists."""
     import torch
 
-    from bench.trinity.system import knn
-
     xt = torch.from_numpy(small["base"].astype(np.float32))
     via_matmul = knn.rerank(xt, knn.matmul_candidates(xt, 32 + knn.MARGIN, 1 << 20), 32, 1 << 20).numpy()
     assert np.array_equal(via_matmul, graph.knn_graph(small["base"], 32, 200_000, 16, 0))
@@ -93,13 +94,11 @@ def test_a_gpu_builds_the_exact_knn_graph_ten_times_further():
 def test_tree_sum_adds_in_a_fixed_pairwise_order():
     import torch
 
-    from bench.trinity.system.knn import tree_sum
-
     v = np.random.default_rng(0).standard_normal((50, 100)).astype(np.float32) * 1e4
     want = np.pad(v, ((0, 0), (0, 28)))                   # zero-padded to 128, then halves added elementwise
     while want.shape[1] > 1:
         want = want[:, :want.shape[1] // 2] + want[:, want.shape[1] // 2:]
-    assert np.array_equal(tree_sum(torch.from_numpy(v)).numpy(), want[:, 0])
+    assert np.array_equal(knn.tree_sum(torch.from_numpy(v)).numpy(), want[:, 0])
 
 
 @pytest.mark.gpu
@@ -109,27 +108,3 @@ def test_gpu_build_equals_cpu_build(small):
     assert np.array_equal(graph.build_graph(small["base"], params, device="cuda"), cpu)
     knn_cpu = graph.knn_graph(small["base"], 32, 200_000, 16, 0, "cpu")
     assert np.array_equal(graph.prune(knn_cpu, 16, 2048, "cuda"), graph.prune(knn_cpu, 16, 2048, "cpu"))
-
-
-@pytest.mark.gpu
-def test_cuvs_cagra_reference_curve(small):
-    """cuVS CAGRA on the same vectors and degrees: the reference curve of the recall/QPS figure."""
-    pytest.importorskip("cuvs")
-    from bench.trinity.steps import _cagra
-
-    rows, prov = _cagra.rows(small["base"], small["queries"], small["gt"], degree=16, knn_degree=32, itopk=(32, 64), k=10, p=1,
-                             repeats=2, warmup=1)
-    m = [r for r in rows if r["phase"] == "measured"]
-    assert len(m) == 4 and all(r["qps"] > 0 for r in m) and prov["cagra_build_s"] > 0
-    assert max(r["recall_at_10"] for r in m) >= 0.9
-
-
-def test_cuvs_cagra_says_why_it_did_not_run():
-    from bench.core import devices
-    from bench.trinity.steps import _cagra
-
-    why = _cagra.why_not()
-    if not devices.cuda_available():
-        assert "needs CUDA" in why
-    else:
-        assert why is None or "not installed" in why

@@ -1,7 +1,9 @@
-"""The fixed-degree search graph of Trinity's vector pool (paper section 3.2: "a fixed-degree neighbor list
-G in N^{N x D}" kept resident beside the vectors), built the CAGRA way (Ootomo et al., ICDE 2024):
+"""CAGRA-style fixed-degree graphs, shared by the studies (not a study itself). It serves Trinity (Liu and
+Qian, 2025), section 3.2: the search graph of its vector pool, "a fixed-degree neighbor list G in N^{N x D}"
+kept resident beside the vectors, built the CAGRA way (Ootomo et al., ICDE 2024); Trinity's search engine
+over it stays in ``bench.trinity.system``. Any study needing such a graph imports it from here:
 
-1. a kNN graph of degree K (:mod:`.knn`: exact by a tiled matmul + topk on CUDA up to ``exact_max_n_cuda``
+1. a kNN graph of degree K (:mod:`bench.ann.knn`: exact by a tiled matmul + topk on CUDA up to ``exact_max_n_cuda``
    vectors, or by faiss flat on CPU up to ``exact_max_n``, faiss IVF-flat beyond; candidates re-ranked
    exactly, ties by id);
 2. rank-based pruning: an edge X->Y at rank b is "detourable" through Z at rank a < b when Y is in Z's
@@ -25,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from ...core.atomic import write_text
-from ...core.errors import ConfigError, DataFormatError
-from ...data import formats
+from ..core.atomic import write_text
+from ..core.errors import ConfigError, DataFormatError
+from ..data import formats
 from . import knn
 
 
@@ -65,7 +67,7 @@ def build_device(device: str | None = None) -> str:
     """Where the graph is built: ``device``, or CUDA when torch sees one, else the CPU."""
     if device:
         return device
-    from ...core import devices
+    from ..core import devices
 
     return "cuda" if devices.cuda_available() else "cpu"
 
