@@ -45,9 +45,13 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     rep.add_argument("--profile", required=True)
     rep.add_argument("--out", required=True, help="index.html")
     rep.set_defaults(func=_report)
+    sch = sub.add_parser("schema", help="the JSON Schema of a profile section, generated from the study's typed "
+                         "parameters (for docs and editors)")
+    sch.add_argument("section", help="a study (ivf_recall, chameleon, ...)")
+    sch.set_defaults(func=_schema)
     names = study_names()
     first = next((a for a in (argv or []) if not a.startswith("-")), None)
-    if first in ("data", "ledger", "report"):
+    if first in ("data", "ledger", "report", "schema"):
         wanted = []
     elif first and first.replace("-", "_") in names:  # bench ivf-recall ...: the package is ivf_recall
         wanted = [first.replace("-", "_")]
@@ -67,6 +71,18 @@ def _ledger(a: argparse.Namespace) -> None:
     doors.out_path("ledger", a.out, ".md")
     doors.out_path("ledger", a.figure, ".png")
     claims.write_ledger(a.claims, a.out, a.figure, a.profile)
+
+
+def _schema(a: argparse.Namespace) -> None:
+    import json
+
+    from .core import config
+    from .core.errors import ConfigError
+
+    schema = config.study_schema(a.section.replace("-", "_"))
+    if schema is None:
+        raise ConfigError(f"schema: no study section {a.section!r}; known: {', '.join(config.section_names())}")
+    print(json.dumps(schema, indent=1))
 
 
 def _debug(argv: list[str]) -> tuple[bool, list[str]]:

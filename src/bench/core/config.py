@@ -1,7 +1,8 @@
 """Profiles (experiments/<profile>.yaml) and their JSON Schema validation.
 
-The top-level schema is ``experiments/schema.yaml``; each study's section has its own schema in
-``experiments/schema/<study>.yaml``. Validation fills defaults and names the failing key; an unknown
+The top-level schema is ``experiments/schema.yaml``; each study's section is validated by the schema
+generated from its typed parameters (:mod:`bench.core.keys`), or, for a study not yet declaring its keys,
+by ``experiments/schema/<study>.yaml``. Validation fills defaults and names the failing key; an unknown
 key or a wrong type fails before any rule runs (the Snakefile calls :func:`validate_profile`).
 """
 from __future__ import annotations
@@ -103,16 +104,50 @@ def _coerce(value: Any, schema: Mapping, root: Mapping | None = None) -> Any:
     return value
 
 
+def declared_params(study: str) -> type | None:
+    """The study's ``Params`` where it declares its keys with :func:`bench.core.keys.key` (the one source
+    of the section's schema), else None (the study keeps ``experiments/schema/<study>.yaml``)."""
+    import importlib
+
+    from . import keys
+    from .study import study_names
+
+    if study not in study_names():
+        return None
+    cls = importlib.import_module(f"bench.{study}.params").Params
+    return cls if keys.declares_keys(cls) else None
+
+
+def _section_description(cls: type) -> str:
+    doc = cls.__dict__.get("__doc__") or ""
+    return "" if doc.startswith(f"{cls.__name__}(") else " ".join(doc.split("\n\n")[0].split())
+
+
 def study_schema(study: str) -> dict | None:
+    """A study section's JSON Schema: generated from its typed parameters, or its schema file."""
+    from . import keys
+
+    cls = declared_params(study)
+    if cls is not None:
+        return keys.study_section_schema(cls, _section_description(cls))
     path = experiments_dir() / "schema" / f"{study}.yaml"
     return _load_yaml(path) if path.exists() else None
+
+
+def section_names() -> list[str]:
+    """The study sections a profile may hold: every study declaring its keys, and every schema file."""
+    from .study import study_names
+
+    files = {p.stem for p in (experiments_dir() / "schema").glob("*.yaml")}
+    return sorted(files | {s for s in study_names() if declared_params(s) is not None})
 
 
 def validate_section(study: str, section: Any) -> dict:
     """Validate (and fill defaults of) one study's section of a profile."""
     schema = study_schema(study)
     if schema is None:
-        raise ConfigError(f"unknown config section '{study}': no schema experiments/schema/{study}.yaml")
+        raise ConfigError(f"unknown config section '{study}': no study declares its keys and there is no "
+                          f"schema experiments/schema/{study}.yaml")
     section = {} if section is None else _coerce(copy.deepcopy(section), schema)
     _validate(section, schema, study)
     return section
@@ -122,7 +157,7 @@ def validate_profile(config: Mapping[str, Any]) -> dict:
     """Validate a whole profile in place of a copy; returns the config with defaults filled."""
     cfg = copy.deepcopy(dict(config))
     top = _load_yaml(experiments_dir() / "schema.yaml")
-    studies = sorted(p.stem for p in (experiments_dir() / "schema").glob("*.yaml"))
+    studies = section_names()
     # Study sections are validated by their own schema; the top-level schema must not reject them.
     top = copy.deepcopy(top)
     for s in studies:

@@ -1,8 +1,11 @@
 """Typed parameters: a study's profile section as a frozen dataclass, built once after validation.
 
-A study's ``params.py`` declares ``Params`` (and nested sections) as frozen dataclasses whose fields
-name the keys of ``experiments/schema/<study>.yaml``. Defaults live in the schema only: the schema
-validation (:mod:`bench.core.config`) fills them, then :func:`build` turns the section into the dataclass.
+A study's ``params.py`` declares ``Params`` (and nested sections) as frozen dataclasses, one field per key
+of its profile section, each with its type hint and a :func:`bench.core.keys.key` holding its default,
+bounds and description: the one source the section's JSON Schema is generated from (a study not yet
+converted keeps ``experiments/schema/<study>.yaml``, held to its dataclass by :func:`schema_mismatch`). The
+validation (:mod:`bench.core.config`) fills the defaults, then :func:`build` turns the section into the
+dataclass.
 A field's type hint says how its value is built:
 
 - a dataclass: the nested section;
