@@ -57,3 +57,34 @@ def test_rounds_of_fresh_runs_are_resampled_first(tmp_path):
     assert A.n_rounds(A.steps(A.grid(two))) == 2
     assert "2 rounds of fresh processes" in rows["in-memory-not-faster"].reason
     assert A.per_run(A.runs(two)).index.is_unique
+
+
+def test_ddp_dp_two_stage_design(tmp_path):
+    """Issue 29 (enough repeats to decide): the train step's stage-1 look names the loaders whose DDP/DP
+    interval straddles 1; the claim then draws those runs at the design's per-look level and says which
+    loaders ran a second stage."""
+    import pandas as pd
+
+    from bench.core import sequential
+    from bench.loaders import analysis as A
+    from bench.loaders.steps import train
+
+    df = records.read(train_records(tmp_path / "train.parquet", oom=False))
+    p = STUDY.parameters({})
+    one = pd.concat([df.assign(round=0, stage=1), df.assign(round=1, stage=1)], ignore_index=True)
+    again = train.undecided(one, p)
+    assert set(again) <= set(p.loaders)
+    st = A.steps(A.grid(one))
+    for loader in set(p.loaders) & set(one.loader):
+        _, lo, hi = A.ddp_over_dp(st, loader, level=sequential.LEVEL)
+        assert (loader in again) == (lo < 1.0 < hi)
+    extra = one[(one.loader == "indexed") & (one.replicas == 2)].assign(stage=2)
+    two = pd.concat([one, extra.assign(round=2), extra.assign(round=3)], ignore_index=True)
+    path = records.write(tmp_path / "train2.parquet", two, {"profile": "test", **df.attrs.get("provenance", {})})
+    rows = {r.claim_id: r for r in claims.build(records.read_kinds({"train": [path]}), p, "test")}
+    ddp = rows["ddp-faster-than-dp"]
+    assert "two-stage design" in ddp.interval and "stage 2" in ddp.interval and "indexed" in ddp.interval
+    assert "indexed 4 rounds" in ddp.interval and "in-memory 2 rounds" in ddp.interval
+    assert A.in_design(two, "indexed/ddp/2", "indexed/dp/2") and not A.in_design(two, "indexed/ddp/1")
+    assert not A.in_design(df, "indexed/ddp/2")   # records without a stage column: no design
+    assert "two-stage" not in rows["in-memory-not-faster"].interval

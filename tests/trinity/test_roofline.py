@@ -53,3 +53,51 @@ def test_the_batch_sweep_doubles_until_the_gain_flattens():
     assert found["flattened"] and found["max_x"] == 64
     rows, found = sweep([1, 2, 4, 8], at(lambda x: x / 1e4), 1.0, rp)   # never saturates
     assert not found["flattened"] and found["stopped"] == "max_doublings reached" and found["max_x"] == 128
+
+
+def _roof_records(knee_search: float, knee_other: float, proc_scale=(1.0, 1.0), runs: int = 3, seed: int = 0):
+    """Synthetic measured roofline rows of two fresh processes: search and decode on the paper's fit, each
+    process's curve shifted along X by ``proc_scale`` (run-to-run noise), small noise within a process."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    for pid, sc in enumerate(proc_scale):
+        for stage, knee in (("search", knee_search), ("decode", knee_other)):
+            for x in 2.0 ** np.arange(12):
+                for r in range(runs):
+                    u = roofline.u_model(x, 0.5, knee * sc / 0.5 ** (1 / 0.7), 0.7) * rng.uniform(0.98, 1.02)
+                    rows.append({"stage": stage, "x": x, "phase": "measured", "repeat": r, "u": u, "process": pid,
+                                 "flattened": True, "last_gain": 0.0, "sweep_stopped": "flattened"})
+    return pd.DataFrame(rows)
+
+
+def test_knee_intervals_resample_fresh_processes_first():
+    """Issue 29 (honest intervals): the knee's bootstrap resamples the fresh processes first, so two processes
+    whose knees differ widen the interval, where resampling the runs of one process alone would not."""
+    from bench.trinity import analysis
+
+    same = analysis.knees(_roof_records(100, 25, (1.0, 1.0)), 0, 60)
+    apart = analysis.knees(_roof_records(100, 25, (0.5, 2.0)), 0, 60)
+    w = {k: np.ptp(np.percentile(v[1:], [2.5, 97.5])) for k, v in (("same", same["search"]), ("apart", apart["search"]))}
+    assert w["apart"] > 4 * w["same"]
+    r, lo, hi = analysis.knee_ratio(same["search"], same["decode"])
+    assert lo <= r <= hi and r == pytest.approx(2.0, abs=0.2)   # 100 / 25 = 4x = 2 doublings
+
+
+def test_knee_claims_name_the_processes_they_resample():
+    """The claim row's interval names the fresh processes it resampled; knees 20x apart reproduce the claim."""
+    import pandas as pd
+
+    from bench.trinity import STUDY
+    from bench.trinity.claims import _roofline_claims
+
+    p = STUDY.parameters({})
+    far = _roof_records(200, 10)
+    far = pd.concat([far, far[far.stage == "decode"].assign(stage="prefill")], ignore_index=True)
+    rows = {r.claim_id: r for r in _roofline_claims(far, p)}
+    row = rows["claim-saturation-search-vs-decode"]
+    assert "2 fresh processes (resampled first)" in row.interval
+    assert row.verdict == "reproduced", row.reason
+    one = far[far.process == 0]
+    assert "no run-to-run repeat" in _roofline_claims(one, p)[1].interval

@@ -15,6 +15,8 @@ def steps(df: pd.DataFrame) -> pd.DataFrame:
     s = df[(df.kind == "step") & (df.phase == "measured")]
     if "round" not in s:
         s = s.assign(round=0)
+    if "machine_busy" not in s:   # rows of a step still running (its stage-1 look): the skeleton adds it later
+        s = s.assign(machine_busy=False)
     keys = ["run_id", "round", "loader", "parallel", "replicas", "option", "option_value"]
     g = s.groupby(keys + ["step"], dropna=False)
     out = g.agg(step_s=("step_s", "max"), samples=("samples", "sum"), wait_s=("wait_s", "mean"),
@@ -129,3 +131,30 @@ def collection(df: pd.DataFrame) -> tuple[object, float]:
     """(documents, MB) of the collection the records were measured on (``?`` when not recorded)."""
     coll = df.attrs.get("provenance", {}).get("collection", {})
     return coll.get("n_docs", "?"), coll.get("collection_bytes", 0) / 1e6
+
+
+DDP_DP_REPLICAS = 2   # Table 1's DDP-over-DP setting (2 GPUs): the configurations the two-stage design covers
+
+
+def ddp_dp_run_ids(loader: str) -> tuple[str, str]:
+    """The DDP and DP runs of ``loader`` that the DDP-over-DP claim compares."""
+    return run_id(loader, "ddp", DDP_DP_REPLICAS), run_id(loader, "dp", DDP_DP_REPLICAS)
+
+
+def in_design(df: pd.DataFrame, *run_ids: str) -> bool:
+    """Whether any of these grid runs is one the train step's two-stage design covers (DP or DDP at
+    :data:`DDP_DP_REPLICAS`, in records that carry ``stage``): its interval is then drawn at the design's
+    level per look (:data:`bench.core.sequential.LEVEL`), whichever stage the step stopped at."""
+    if "stage" not in df or not df["stage"].notna().any():
+        return False
+    return any(rid.split("/")[1:] in (["ddp", str(DDP_DP_REPLICAS)], ["dp", str(DDP_DP_REPLICAS)]) for rid in run_ids)
+
+
+def ddp_over_dp(st: pd.DataFrame, loader: str, level: float = 0.95) -> tuple[float, float, float]:
+    """DDP over DP samples/s of ``loader`` at :data:`DDP_DP_REPLICAS` (median per-step ratio): rounds of fresh
+    runs resampled first, then steps; the same computation for the step's stage-1 look and for the claim."""
+    from ..core import claims
+
+    a = {"loader": loader, "parallel": "ddp", "replicas": DDP_DP_REPLICAS}
+    b = {"loader": loader, "parallel": "dp", "replicas": DDP_DP_REPLICAS}
+    return claims.ratio_ci(tput(st, **a), tput(st, **b), level=level, groups=(rounds(st, **a), rounds(st, **b)))

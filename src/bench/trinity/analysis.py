@@ -63,3 +63,64 @@ def sustained(curve: pd.DataFrame, bound: float) -> float:
     if i == 0:
         return 0.0
     return float(x[i - 1] + (bound - y[i - 1]) * (x[i] - x[i - 1]) / (y[i] - y[i - 1]))
+
+
+def stage_process_runs(roof: pd.DataFrame) -> dict[str, dict[object, dict[float, np.ndarray]]]:
+    """Per stage, per fresh process (one process for records without ``process``), per batch X: the
+    utilisation of every measured run (what a two-level bootstrap of the fit resamples)."""
+    m = measured(roof)
+    proc = m["process"] if "process" in m else pd.Series(0, index=m.index)
+    out: dict[str, dict[object, dict[float, np.ndarray]]] = {}
+    for (stage, pid, x), g in m.groupby([m.stage, proc, m.x]):
+        out.setdefault(stage, {}).setdefault(pid, {})[x] = g.u.to_numpy()
+    return out
+
+
+def _pooled_medians(procs: dict, chosen: list, rng: np.random.Generator | None) -> tuple[list, list]:
+    """Per X: the median of the chosen processes' runs at X (each resampled within when ``rng`` is given)."""
+    pooled: dict[float, list[np.ndarray]] = {}
+    for pid in chosen:
+        for x, v in procs[pid].items():
+            pooled.setdefault(x, []).append(v if rng is None else rng.choice(v, v.size))
+    xs = sorted(pooled)
+    return xs, [float(np.median(np.concatenate(pooled[x]))) for x in xs]
+
+
+def knees(roof: pd.DataFrame, seed: int, n_boot: int) -> dict[str, np.ndarray]:
+    """Per stage, the knee of the fit u(X) = min(u_max, (X/X_sat)^alpha): element 0 on every run, then
+    ``n_boot - 1`` refits of two-level resamples (the fresh processes with replacement first, then the timed
+    runs at each X within each chosen process), so the spread between processes is in the interval."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for stage, procs in stage_process_runs(roof).items():
+        keys = list(procs)
+        ks = []
+        for b in range(max(1, n_boot)):
+            chosen = keys if b == 0 else [keys[i] for i in rng.integers(0, len(keys), len(keys))]
+            xs, u = _pooled_medians(procs, chosen, None if b == 0 else rng)
+            ks.append(roofline.fit(xs, u)["x_knee"] if len(xs) >= 3 else np.nan)
+        out[stage] = np.array(ks)
+    return out
+
+
+def knee_ratio(a: np.ndarray, b: np.ndarray, level: float = 0.95) -> tuple[float, float, float]:
+    """|log2| of the ratio of two stages' knees (element 0: the estimate; the rest: bootstrap refits) with
+    its percentile interval at ``level``."""
+    r = np.abs(np.log2(np.asarray(a, float) / np.asarray(b, float)))
+    boots = r[1:][np.isfinite(r[1:])]
+    if not boots.size:
+        return float(r[0]), float(r[0]), float(r[0])
+    lo, hi = np.percentile(boots, [50 * (1 - level), 50 * (1 + level)])
+    return float(r[0]), float(lo), float(hi)
+
+
+def pooled_flat(roof: pd.DataFrame, stage: str, flat_gain: float) -> tuple[bool, float]:
+    """Whether the stage's gain flattened inside the sweep, on the medians over every process's runs at each
+    X (the sweep's own test: the last two batches each within ``flat_gain`` of the best before them), and
+    the last doubling's gain."""
+    m = measured(roof)
+    us = m[m.stage == stage].groupby("x").u.median().sort_index().to_numpy()
+    if len(us) < 3 or not np.isfinite(us).all():
+        return False, float("nan")
+    flat = all(us[i] <= (1 + flat_gain) * us[:i].max() for i in (len(us) - 1, len(us) - 2))
+    return bool(flat), float(us[-1] / us[-2] - 1)

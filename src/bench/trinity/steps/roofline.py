@@ -9,7 +9,13 @@ the paper's Figure 1 does.
 The batch sweep goes on until each stage's gain flattens (issue 29): past the listed batches the largest
 is doubled while the last doubling raised the median utilisation by more than ``flat_gain``, up to
 ``max_doublings`` and ``sweep_budget_s``; rows record whether the stage flattened and why the sweep
-stopped, so a knee is only claimed where the data show it."""
+stopped, so a knee is only claimed where the data show it.
+
+Run-to-run noise (issue 29): the step runs in fresh processes (the profile's ``processes``), each sweeping
+every stage with its share of the timed runs and its own peak; the claims' knee intervals resample the
+processes first, then the timed runs, and refit. (The two-stage design of :mod:`bench.core.sequential`
+is not used here: it tags rows with a ``stage`` column of 1/2, which these records already hold as the
+pipeline stage, search/prefill/decode.)"""
 from __future__ import annotations
 
 import time
@@ -35,7 +41,9 @@ METHOD = (
     "tokens; decode: one step of B sequences after a {ctx}-token prefill; FLOPs from the model's shapes "
     "(2 per weight per token plus causal attention, masked cache positions not counted); {lr} timed runs "
     "after {lw} warm-up. All timers time.perf_counter, CUDA synchronised. "
-    "Utilisation u = FLOP/s / peak on {dev} ({proxy}).")
+    "Utilisation u = FLOP/s / peak on {dev} ({proxy}). The step runs in fresh processes (rows carry `process`), "
+    "each sweeping every stage with its share of the timed runs and measuring its own peak, so the knees' "
+    "intervals hold run-to-run noise.")
 
 
 def _peak(n: int, repeats: int, warmup: int, dev: str) -> float:
@@ -47,14 +55,14 @@ def _peak(n: int, repeats: int, warmup: int, dev: str) -> float:
     return float(2 * n ** 3 / np.median(t.runs))
 
 
-def _search_at(p: Params, v: inputs.Vectors, seed: int, dev: str, q: int) -> list[dict]:
-    """The timed extends of an engine with ``q`` busy slots."""
+def _search_at(p: Params, v: inputs.Vectors, seed: int, dev: str, q: int, repeats: int) -> list[dict]:
+    """The timed extends (``repeats`` of them) of an engine with ``q`` busy slots."""
     rp = p.roofline
     rows = []
     eng = inputs.engine(p, v, q, rp.search_top_m, seed)
     idx = np.arange(q) % len(v.queries)
     eng.admit(v.queries[idx], [1] * q, [rp.search_top_m] * q, [None] * q)
-    for i in range(rp.search_warmup + rp.search_repeats):
+    for i in range(rp.search_warmup + repeats):
         with measure.Timer(cuda=dev.startswith("cuda")) as t:
             eng.extend()
         rows.append({"stage": "search", "x": q, "phase": "warmup" if i < rp.search_warmup else "measured",
@@ -119,8 +127,8 @@ def _lm_flops(stage: str, spec: LMSpec, b: int, T: int, context: int) -> float:
     return f(layer_weights(spec), spec.layers, spec.d_model, spec.vocab, b, T if stage == "prefill" else context)
 
 
-def _lm_at(p: Params, seed: int, dev: str, model, stage: str, b: int) -> list[dict]:
-    """The timed prefill passes or decode steps at batch ``b``."""
+def _lm_at(p: Params, seed: int, dev: str, model, stage: str, b: int, repeats: int) -> list[dict]:
+    """The timed prefill passes or decode steps (``repeats`` of them) at batch ``b``."""
     import torch
 
     rp, lm = p.roofline, p.roofline.lm
@@ -132,7 +140,7 @@ def _lm_at(p: Params, seed: int, dev: str, model, stage: str, b: int) -> list[di
     gen = Generator(spec, model, b, max_len)
     if stage == "decode":
         gen.prefill(toks)
-    for i in range(rp.lm_warmup + rp.lm_repeats):
+    for i in range(rp.lm_warmup + repeats):
         if stage == "prefill":
             gen.reset()
         with measure.Timer(cuda=cuda) as t:
@@ -143,14 +151,17 @@ def _lm_at(p: Params, seed: int, dev: str, model, stage: str, b: int) -> list[di
     return rows
 
 
-def _all_rows(p: Params, v: inputs.Vectors, seed: int, dev: str, peak: float) -> tuple[list[dict], dict]:
-    """Every stage swept until its gain flattens (or its doublings or budget run out)."""
+def _all_rows(ctx: Context, v: inputs.Vectors, dev: str, peak: float) -> tuple[list[dict], dict]:
+    """Every stage swept until its gain flattens (or its doublings or budget run out), with this process's
+    share of the timed runs at each batch."""
+    p, seed = ctx.params, ctx.seed
     rp = p.roofline
+    ns, nl = ctx.share(rp.search_repeats), ctx.share(rp.lm_repeats)
     model = build_model(_lm_spec(rp.lm), 8, max_len=_lm_max_len(rp), seed=seed).to(dev)
     rows, found = [], {}
-    for stage, batches, at in (("search", rp.search_batches, lambda x: _search_at(p, v, seed, dev, x)),
-                               ("prefill", rp.prefill_batches, lambda x: _lm_at(p, seed, dev, model, "prefill", x)),
-                               ("decode", rp.decode_batches, lambda x: _lm_at(p, seed, dev, model, "decode", x))):
+    for stage, batches, at in (("search", rp.search_batches, lambda x: _search_at(p, v, seed, dev, x, ns)),
+                               ("prefill", rp.prefill_batches, lambda x: _lm_at(p, seed, dev, model, "prefill", x, nl)),
+                               ("decode", rp.decode_batches, lambda x: _lm_at(p, seed, dev, model, "decode", x, nl))):
         r, found[stage] = sweep(batches, at, peak, rp)
         rows += r
     return rows, found
@@ -164,7 +175,7 @@ def _method(rp, threads: int, dev: str) -> str:
                          if dev.startswith("cuda") else "a CPU proxy for the paper's GPU utilisation")
 
 
-@step("roofline", needs=("manifest", "graph"))
+@step("roofline", needs=("manifest", "graph"), processes=True)
 def roofline_step(ctx: Context) -> Result:
     p: Params = ctx.params
     rp = p.roofline
@@ -174,7 +185,7 @@ def roofline_step(ctx: Context) -> Result:
     if rp.search_top_m > v.base.shape[0]:
         raise ConfigError(f"trinity.roofline.search_top_m={rp.search_top_m} exceeds N={v.base.shape[0]}")
     peak = _peak(rp.peak_n, rp.lm_repeats, rp.lm_warmup, dev)
-    rows, found = _all_rows(p, v, ctx.seed, dev, peak)
+    rows, found = _all_rows(ctx, v, dev, peak)
     df = pd.DataFrame(rows)
     df["extended"] = df["extended"].fillna(False).astype(bool) if "extended" in df else False
     for stage, f in found.items():   # what each stage's sweep found, on every row of the stage
