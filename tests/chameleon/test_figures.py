@@ -66,3 +66,8 @@ def test_each_figure_tags_the_source_of_the_ledger_rows_it_backs(study_records, 
     data = records.read_kinds({k: study_records[k] for k in (*claims.RECORDS, "ralm")})
     rows = core_claims.frame(claims.build(data, study_params, "t"))
     assert tag_mismatches(rows, {"chameleon": pngs}) == []
+    # every ledger row links to a figure, or says it has none (#32): the figures' claims=(...) declarations
+    from bench.core.report_links import link
+
+    unlinked = {c for (_, c), stems in link(rows, {"chameleon": pngs}).items() if not stems}
+    assert unlinked == set()

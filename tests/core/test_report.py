@@ -25,15 +25,18 @@ INTERNAL = ("not_run", "serving_pairs", "profile ``tiny``", "(RAPL: None, NVML: 
 
 
 def _rows():
-    return [claims.claim("espn", "speedup-vs-mmap", "ESPN is 3.1-3.9x faster than mmap (Figure 10)", "3.1-3.9x",
+    return [claims.claim("espn", "faster-than-mmap", "ESPN is 3.1-3.9x faster than mmap (Figure 10)", "3.1-3.9x",
                          ours=3.5, ci=(3.2, 3.8), threshold=3.0, unit="x over mmap",
                          reason="median per-query latency; " + "a long reason that runs on and on " * 12),
-            claims.claim("espn", "memory-saved", "offloading cuts the memory 5-16x", "5-16x", ours=1024000.0,
+            claims.claim("espn", "memory-cut", "offloading cuts the memory 5-16x", "5-16x", ours=1024000.0,
                          ci=(1000000.0, 1050000.0), threshold=5.0, unit="x",
                          reason="not_run elsewhere; serving_pairs and d_model named in a study's words"),
             claims.claim("espn", "fpga-resources", "FPGA resources (Table 6)", "30%", ours=None, threshold=None,
                          source="not_run", verdict=claims.NEEDS_HARDWARE, reason="needs an FPGA"),
-            claims.claim("espn", "target-io", "target: reads", ">= 1", ours=0.5, ci=(0.4, 0.6), threshold=1.0)]
+            claims.claim("espn", "target-io", "target: reads", ">= 1", ours=0.5, ci=(0.4, 0.6), threshold=1.0),
+            # an id ESPN's Tables 4/5 figure declares (claims=...): linked by the declaration, nothing cited
+            claims.claim("espn", "target-within-1.2x-cached", "target: within 1.2x of cached", "<= 1.2", ours=1.1,
+                         ci=(1.0, 1.2), threshold=1.2, direction="<=")]
 
 
 @pytest.fixture
@@ -82,7 +85,7 @@ class _Text(HTMLParser):
 def test_opens_on_the_counts_and_ledger_then_main_results_first(page):
     text = page.read_text()
     assert text.index("class=bar") < text.index("<h2 id='paper-claims'>Paper claims (3)") \
-        < text.index("<h2 id='targets'>Harness targets and checks (1)") < text.index("<figure")
+        < text.index("<h2 id='targets'>Harness targets and checks (2)") < text.index("<figure")
     order = re.findall(r"<figure id='espn-(\w+)'", text)
     assert order == ["fig5", "fig10", "tables45", "iops", "table4", "table6"]   # ours not run at all: last
     assert "caption of fig10 0.5" in text and "np.float64" not in text
@@ -91,12 +94,15 @@ def test_opens_on_the_counts_and_ledger_then_main_results_first(page):
 
 def test_rows_named_in_words_link_to_their_figures_and_back(page):
     text = page.read_text()
-    assert "id='claim-espn-speedup-vs-mmap'" in text
-    row = re.search(r"<tr id='claim-espn-speedup-vs-mmap'>(.*?)</tr>", text).group(1)
+    assert "id='claim-espn-faster-than-mmap'" in text
+    row = re.search(r"<tr id='claim-espn-faster-than-mmap'>(.*?)</tr>", text).group(1)
     assert "href='#espn-fig10'" in row and "Fig. 10" in row
-    assert re.search(r"<tr id='claim-espn-memory-saved'>.*?<a href='#espn'>no figure</a>", text)
+    assert re.search(r"<tr id='claim-espn-memory-cut'>.*?<a href='#espn'>no figure</a>", text)
+    declared = re.search(r"<tr id='claim-espn-target-within-1.2x-cached'>(.*?)</tr>", text).group(1)
+    assert "href='#espn-tables45'" in declared                   # the figure's own claims=(...) declaration
     fig10 = re.search(r"<figure id='espn-fig10'>(.*?)</figure>", text, re.S).group(1)
-    assert "href='#claim-espn-speedup-vs-mmap'" in fig10
+    assert "href='#claim-espn-faster-than-mmap'" in fig10
+    assert "3 of 5 rows link to their figure; 2 have none" in text   # memory-cut and target-io: none
     table6 = re.search(r"<figure id='espn-table6'>(.*?)</figure>", text, re.S).group(1)
     assert "href='#claim-espn-fpga-resources'" in table6
     assert text.count("href='#top'") >= 2 * 1 + 2   # every study section and ledger part links back to the top
@@ -119,7 +125,7 @@ def test_the_page_writes_no_internal_identifiers(page):
     visible = " ".join(parser.parts)
     for word in INTERNAL:
         assert word not in visible, word
-    for slug in ("speedup-vs-mmap", "memory-saved", "fpga-resources", "target-io"):
+    for slug in ("faster-than-mmap", "memory-cut", "fpga-resources", "target-io", "target-within-1.2x-cached"):
         assert slug not in visible, slug          # ids are anchors, never text
     assert not re.search(r"\b[a-z]+_[a-z_]+\b", visible), re.findall(r"\b[a-z]+_[a-z_]+\b", visible)
     assert "CPU:" in visible and "Disk:" in visible and "GPU:" in visible

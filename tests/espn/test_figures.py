@@ -101,3 +101,8 @@ def test_each_figure_tags_the_source_of_the_ledger_rows_it_backs(recs_ok):
     assert all(png_sources(p) for p in pngs)                   # every PNG names what it draws
     rows = core_claims.frame(claims.build(core_records.read_kinds(recs_ok), STUDY.parameters(PARAMS_OVERRIDES), "t"))
     assert tag_mismatches(rows, {"espn": pngs}) == []
+    # every ledger row links to a figure, or says it has none (#32): the figures' claims=(...) declarations
+    from bench.core.report_links import link
+
+    unlinked = {c for (_, c), stems in link(rows, {"espn": pngs}).items() if not stems}
+    assert unlinked == set()

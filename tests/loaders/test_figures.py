@@ -75,3 +75,8 @@ def test_each_figure_tags_the_source_of_the_ledger_rows_it_backs(recs, tmp_path)
     data = records.read_kinds({k: recs[k] for k in claims.RECORDS})
     rows = core_claims.frame(claims.build(data, STUDY.parameters({}), "test"))
     assert tag_mismatches(rows, {"loaders": pngs}) == []
+    # every ledger row links to a figure, or says it has none (#32): the figures' claims=(...) declarations
+    from bench.core.report_links import link
+
+    unlinked = {c for (_, c), stems in link(rows, {"loaders": pngs}).items() if not stems}
+    assert unlinked == {"target-pss-agrees-with-smaps"}

@@ -29,3 +29,8 @@ def test_each_figure_tags_the_source_of_the_ledger_rows_it_backs(study, tmp_path
     assert all(png_sources(p) for p in pngs)
     rows = core_claims.frame(claims.build(records.read_kinds(recs), study["typed"], "test"))
     assert tag_mismatches(rows, {"trinity": pngs}) == []
+    # every ledger row links to a figure, or says it has none (#32): the figures' claims=(...) declarations
+    from bench.core.report_links import link
+
+    unlinked = {c for (_, c), stems in link(rows, {"trinity": pngs}).items() if not stems}
+    assert unlinked == set()

@@ -168,3 +168,8 @@ def test_each_figure_tags_the_source_of_the_ledger_rows_it_backs(which, request,
     params = STUDY.parameters({"slos_s": list(synthetic.SLOS)})
     rows = C.frame(claims.build(records.read_kinds(recs), params, "tiny"))
     assert tag_mismatches(rows, {"windve": pngs}) == []
+    # every ledger row links to a figure, or says it has none (#32): the figures' claims=(...) declarations
+    from bench.core.report_links import link
+
+    unlinked = {c for (_, c), stems in link(rows, {"windve": pngs}).items() if not stems}
+    assert unlinked == {"target-cosine"}

@@ -6,6 +6,8 @@ tests (``BENCH_STRICT_FIGURES=1``, see :func:`bench.core.plotting.save`):
 - no two legend entries whose colours are within ΔE 10 (CIE76) and whose line style and marker are also
   the same, so they could not be told apart;
 - no numpy repr (``np.float64(0.5)``) in a caption;
+- the paper's markers at their true x, and a paper value at another scale than ours in one panel tagged
+  per marker (:func:`scale_problems`, issue 32's rule for scale);
 - no text smaller than 10 px as the report shows it (:func:`legibility`): the report page shows a figure at
   most :data:`PAGE_FIGURE_PX` wide, so a wider PNG is scaled down and its text with it.
 
@@ -208,8 +210,63 @@ def legibility(fig, png, dpi: float) -> tuple[float, str, str | None]:
     return px, text, problem
 
 
+def _is_paper(artist) -> bool:
+    return hasattr(artist, "_bench_paper") or "paper" in str(artist.get_label()).lower()
+
+
+def _ours_drawn(ax) -> bool:
+    """Whether ``ax`` draws any values of ours (a line, scatter or bar not labelled as the paper's)."""
+    from matplotlib.patches import Rectangle
+
+    for a in list(ax.lines) + list(ax.collections):
+        if _is_paper(a):
+            continue
+        data = a.get_xydata() if hasattr(a, "get_xydata") else a.get_offsets()
+        if len(data) and not str(a.get_label()).startswith("_child") and not _reference_line(a):
+            return True
+    return any(isinstance(p, Rectangle) and p.get_height() and not _is_paper(p) for p in ax.patches)
+
+
+def _reference_line(a) -> bool:
+    """A horizontal or vertical rule (axhline: y = 1, a threshold), not data."""
+    from matplotlib.lines import Line2D
+
+    if not isinstance(a, Line2D):
+        return False
+    xy = np.asarray(a.get_xydata(), dtype=float)
+    return len(xy) == 2 and (xy[0, 0] == xy[1, 0] or xy[0, 1] == xy[1, 1]) and a.get_marker() in ("None", "", None)
+
+
+def scale_problems(fig) -> list[str]:
+    """Issue 32's rule for scale: the paper's markers stay at their true x (not drawn through an offset, and
+    where :func:`bench.core.plotting.paper_marks` recorded their x, drawn there), and a paper value at another
+    scale than our values in the same panel (:func:`bench.core.plotting.panel_scale`) carries a per-marker tag."""
+    bad = []
+    for ax in fig.axes:
+        ours = getattr(ax, "_bench_scale", None)
+        for a in list(ax.lines) + list(ax.collections):
+            if not _is_paper(a):
+                continue
+            name = str(a.get_label())
+            moved = (a.get_offset_transform() if hasattr(a, "get_offsets") and len(a.get_offsets())
+                     else a.get_transform())
+            if moved not in (ax.transData, ax.get_xaxis_transform(), ax.get_yaxis_transform()):  # rules: axhline
+                bad.append(f"paper marker '{name}' drawn off its true x (an offset) in panel '{ax.get_title()}'")
+            rec = getattr(a, "_bench_paper", None)
+            if rec is None:
+                continue
+            drawn = np.asarray(a.get_xdata(), dtype=float) if hasattr(a, "get_xdata") else None
+            if drawn is not None and (drawn.shape != rec["x"].shape or not np.allclose(drawn, rec["x"], equal_nan=True)):
+                bad.append(f"paper marker '{name}' not at its declared x in panel '{ax.get_title()}'")
+            if ours and rec["scale"] and rec["scale"] != ours and not rec["tagged"] and _ours_drawn(ax):
+                bad.append(f"paper values '{name}' at {rec['scale']} beside ours at {ours} in panel "
+                           f"'{ax.get_title()}' with no per-marker scale tag (own panel, or a tag)")
+    return bad
+
+
 def problems(fig, caption: str | None = None) -> list[str]:
-    return bars_on_log_axes(fig) + empty_legend_entries(fig) + close_colours(fig) + caption_problems(caption)
+    return (bars_on_log_axes(fig) + empty_legend_entries(fig) + close_colours(fig) + caption_problems(caption)
+            + scale_problems(fig))
 
 
 # --- Tags against the ledger (issue 32, section 5) -------------------------------------------------------

@@ -34,13 +34,15 @@ class Figure:
     records: tuple[str, ...]
     title: str = ""
     optional: tuple[str, ...] = ()   # kinds drawn when given (the figure says "not run" otherwise)
+    claims: tuple[str, ...] = ()     # the ledger's claim ids this figure shows (the report links them first)
 
 
 def figure(name: str, records: tuple[str, ...], title: str = "",
-           optional: tuple[str, ...] = ()) -> Callable[[Draw], Draw]:
-    """Declare a figure in its module (found by :class:`Registry` of the enclosing ``figures`` package)."""
+           optional: tuple[str, ...] = (), claims: tuple[str, ...] = ()) -> Callable[[Draw], Draw]:
+    """Declare a figure in its module (found by :class:`Registry` of the enclosing ``figures`` package);
+    ``claims``: the ids of the ledger rows whose numbers it shows (:mod:`bench.core.report_links`)."""
     def mark(fn: Draw) -> Draw:
-        fn.figure = Figure(name, fn, tuple(records), title, tuple(optional))
+        fn.figure = Figure(name, fn, tuple(records), title, tuple(optional), tuple(claims))
         return fn
     return mark
 
@@ -74,11 +76,11 @@ class Registry:
         return self._own
 
     def figure(self, name: str, records: tuple[str, ...], title: str = "",
-               optional: tuple[str, ...] = ()) -> Callable[[Draw], Draw]:
+               optional: tuple[str, ...] = (), claims: tuple[str, ...] = ()) -> Callable[[Draw], Draw]:
         def register(fn: Draw) -> Draw:
             if name in self._own:
                 raise ValueError(f"figure {name!r} registered twice")
-            self._own[name] = Figure(name, fn, tuple(records), title, tuple(optional))
+            self._own[name] = Figure(name, fn, tuple(records), title, tuple(optional), tuple(claims))
             return fn
         return register
 
@@ -93,6 +95,10 @@ class Registry:
 
     def __len__(self) -> int:
         return len(self._figs)
+
+    def claims_of(self, name: str) -> tuple[str, ...]:
+        """The ledger's claim ids the figure declares it shows."""
+        return self._figs[name].claims
 
     def records_of(self, name: str) -> tuple[str, ...]:
         return self._figs[name].records

@@ -107,6 +107,32 @@ def label_source(name: str, source: str) -> str:
     return name if source == "measured" else f"{name} [{SOURCE_LABELS[source]}]"
 
 
+def panel_scale(ax, scale: str) -> None:
+    """Declare the scale of our values in panel ``ax`` (e.g. "20k vectors"): a paper value drawn there by
+    :func:`paper_marks` at another scale must carry a per-marker tag (:func:`bench.core.figure_checks.scale_problems`)."""
+    ax._bench_scale = str(scale)
+
+
+def paper_marks(ax, x, y, label: str, *, scale: str | None = None, tag: str | None = None, **style):
+    """The paper's values at their true x (never dodged), in the paper's style (:data:`PAPER_STYLE`, overridden
+    by ``style``), ``label`` as given. ``scale``: the scale the authors measured at ("1B vectors"); ``tag``: a
+    short text written beside every marker (the per-marker scale tag, e.g. "1B"), needed where ``ax`` holds our
+    values at another scale (:func:`panel_scale`). The x and scale are recorded on the artist for the checks."""
+    import numpy as np
+
+    xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    lines = ax.plot(xs, ys, **{**PAPER_STYLE, **style}, label=label)
+    for line in lines:
+        line._bench_paper = {"x": xs.copy(), "scale": scale, "tagged": bool(tag)}
+    if tag:   # below right of the marker, clear of its outline
+        off = {**PAPER_STYLE, **style}["markersize"] / 2 + 1
+        for xi, yi in zip(xs, ys):
+            if np.isfinite(xi) and np.isfinite(yi):
+                ax.annotate(tag, (xi, yi), textcoords="offset points", xytext=(off, -off / 2), ha="left", va="top",
+                            fontsize="small", color=PAPER_COLOR)
+    return lines
+
+
 def colors(names) -> dict:
     """One colour per series name, the same in every panel of a figure (sorted names, colorblind palette)."""
     names = sorted(dict.fromkeys(names))

@@ -10,7 +10,8 @@ on the claims ledger, then each study with its figures, captions and tables (iss
 - Each study: its main results first (paper figures, then paper tables, then the study's extras; a
   figure whose rows are all "not run" last), each figure with its caption (what it shows first, the
   details folded below), the ledger rows it backs, and one readable copy of its table
-  (:mod:`bench.core.tables`); every section ends with a link back to the top.
+  (:mod:`bench.core.tables`), and its legibility warning where the figure wrote one; every section ends
+  with a link back to the top.
 
 Built from the ledger and the figure files only (restyling never reruns a measurement). Snakemake's own
 report (``report.html``) stays beside it. The page is plain flowing HTML (nothing fixed or centred), so
@@ -315,6 +316,16 @@ def _caption(png: Path) -> str:
             f"</details>")
 
 
+def _legibility(png: Path) -> str:
+    """The figure's legibility warning (``NAME.legibility.txt``, written by :func:`bench.core.plotting.save` when
+    its smallest text shows under 10 px on this page), shown under the figure; nothing when it has none."""
+    note = png.with_suffix(".legibility.txt")
+    if not note.exists():
+        return ""
+    text = note.read_text(errors="replace").strip().removeprefix("warning:").strip()
+    return f"<p class='note legibility'>Text too small as shown: {html.escape(text)}</p>"
+
+
 def _not_run_only(png: Path, rows: pd.DataFrame) -> bool:
     """Whether a figure shows nothing of ours: its rows are all not run, or its caption or CSV says so."""
     if len(rows) and (rows.source == "not_run").all():
@@ -341,7 +352,7 @@ def _figure(study: str, png: Path, rows: pd.DataFrame) -> str:
         f"(<span style='color:{ledger.VERDICT_COLORS.get(r.verdict, '#111')}'>{html.escape(r.verdict)}</span>)"
         for r in rows.itertuples(index=False))) if len(rows) else "No ledger row cites this figure."
     parts = [f"<figure id='{html.escape(study)}-{html.escape(png.stem)}'><h3>{html.escape(title)}</h3>"
-             f"<img alt='{html.escape(title)}' src='data:image/png;base64,{img}'>"
+             f"<img alt='{html.escape(title)}' src='data:image/png;base64,{img}'>{_legibility(png)}"
              f"<figcaption>{_caption(png)}</figcaption><p class=rows>{back}</p>"]
     table = tables.for_figure(png)
     if table:
@@ -393,7 +404,8 @@ def build(claims_parquet: str | Path, figures_dir: str | Path, out: str | Path, 
             f"<p class=note>Ours: estimate [95% interval], unit below. Last runs: verdicts of the last "
             f"{ledger.HISTORY_RUNS} runs on this machine, oldest first (R reproduced, N not reproduced, I "
             f"inconclusive, H needs hardware we lack, T needs a tool we lack, O out of reach at this scale). "
-            f"{linked} of {len(df)} rows cite a figure. Click a reason to read it whole.</p>"
+            f"{linked} of {len(df)} rows link to their figure; {len(df) - linked} have none. Click a reason to read "
+            f"it whole.</p>"
             f"{_ledger(df, links, sections)}</div>{''.join(body)}{LAYOUT_PROBE}\n")
     return write_text(Path(out), page)
 

@@ -4,7 +4,10 @@ figure links back to its rows"), and how a figure is named in words.
 A claim row names no figure, so the link is found from what the row and the figures already say, in this
 order, the first that finds any:
 
-1. a ``figure`` (or ``figures``) column in the ledger, if a study fills one (figure stems, comma-separated);
+1. the figure's own declaration: ``claims=(...)`` in its :func:`bench.core.figures.figure` (the ids of the
+   rows whose numbers it shows; a pattern such as ``target-vs-hnsw-*`` for ids made per dataset), read from
+   the study's registry ``bench.<study>.figures.FIGURES``;
+   a ``figure`` (or ``figures``) column in the ledger, if a study fills one (figure stems, comma-separated);
 2. the figure's caption, description or table naming the claim's id;
 3. the paper's figure, table or equation the claim cites ("(Figure 10)", "Table III", "equation 4",
    "eq. 6", an id such as ``tables-i-ii-...``) matched to the figure stems of the same study
@@ -15,6 +18,7 @@ Nothing else is guessed: a row none of these finds says "no figure" and links to
 from __future__ import annotations
 
 import re
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Iterable
 
@@ -120,13 +124,26 @@ def figure_text(png: Path) -> str:
     return "\n".join(parts)
 
 
+def declared(study: str) -> dict[str, tuple[str, ...]]:
+    """{figure stem: the claim ids it declares} from the study's figure registry (empty where it has none)."""
+    import importlib
+
+    try:
+        reg = importlib.import_module(f"bench.{study}.figures").FIGURES
+    except (ImportError, AttributeError):
+        return {}
+    return {name: tuple(getattr(reg[name], "claims", ()) or ()) for name in reg}
+
+
 def link(df: pd.DataFrame, figures: dict[str, list[Path]]) -> dict[tuple[str, str], list[str]]:
     """(study, claim_id) -> the stems of the figures backing the row (empty: no figure)."""
     texts = {(s, p.stem): figure_text(p) for s, pngs in figures.items() for p in pngs}
+    decl = {s: declared(s) for s in figures}
     out: dict[tuple[str, str], list[str]] = {}
     for r in df.itertuples(index=False):
         stems = [p.stem for p in figures.get(r.study, [])]
-        out[(r.study, r.claim_id)] = (_explicit(r, stems) or
+        own = [s for s in stems if any(fnmatchcase(r.claim_id, pat) for pat in decl.get(r.study, {}).get(s, ()))]
+        out[(r.study, r.claim_id)] = (own or _explicit(r, stems) or
                                       [s for s in stems if _mentions(texts[(r.study, s)], r.claim_id)] or
                                       _cited(r, stems))
     return out

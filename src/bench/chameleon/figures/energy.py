@@ -12,7 +12,7 @@ import pandas as pd
 from ...core import plotting
 from ...core.figures import figure
 from .. import analysis
-from ._draw import busy_text, dataset_order, label, log_dots, nice_log_limits, paper_point, where, write_csv
+from ._draw import busy_text, dataset_order, label, log_dots, nice_log_limits, where, write_csv
 
 CAPTION = (
     "Table 5 (reproduced as ratios): energy per query of the CPU over that of ChamVS, per batch size; the "
@@ -69,13 +69,17 @@ def _panel(ax, ds: str, g: pd.DataFrame, ratio_label, col: dict) -> np.ndarray:
     for j, c in enumerate(cfgs):
         lab = ratio_label(c, g[g.config == c].source.iloc[0])
         log_dots(ax, np.arange(len(bss)) + (j - (len(cfgs) - 1) / 2) * w, ours[c], color=col[lab], label=lab)
-    paper_point(ax, np.arange(len(bss)), paper.values, "CPU / ChamVS energy (Table 5, 1B vectors)")
+    plotting.panel_scale(ax, "the profile's scale")
+    plotting.paper_marks(ax, np.arange(len(bss)), paper.values,
+                         plotting.label_source("CPU / ChamVS energy (Table 5, 1B vectors; tagged 1B)", "paper"),
+                         scale="1B vectors", tag="1B")
     ax.set_xticks(np.arange(len(bss)), [str(b) for b in bss])
     ax.set(title=f"{ds} (paper: {g.paper_dataset.iloc[0]})", xlabel="batch size")
     return np.r_[np.concatenate([v.to_numpy(float) for v in ours.values()]), paper.to_numpy(float)]
 
 
-@figure("table5", records=("energy",), title="Table 5: energy efficiency over the CPU")
+@figure("table5", records=("energy",), title="Table 5: energy efficiency over the CPU",
+        claims=("energy-efficiency",))
 def table5(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     df = data["energy"]
     prov = df.attrs["provenance"]

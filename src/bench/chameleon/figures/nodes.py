@@ -17,7 +17,8 @@ NODE_SERIES = {"wall_ms": "coordinator wall time", "node_max_ms": "slowest node'
                "single_process_ms": "single-process scan of the same batch"}
 
 
-@figure("nodes", records=("nodes",), title="disaggregated memory nodes over TCP")
+@figure("nodes", records=("nodes",), title="disaggregated memory nodes over TCP",
+        claims=("target-nodes-identical", "check-nodes-fault-handling"))
 def nodes(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     df = data["nodes"]
     prov = df.attrs["provenance"]

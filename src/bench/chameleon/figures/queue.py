@@ -43,11 +43,12 @@ FIG8_CAPTION = (
     "(emulated, not hardware). Stars: the authors' lengths 10/15/23/38 for m = 8/16/32/64. Dotted: the length "
     "an exact queue per unit would need (K), so the approximate queue's saving is the gap to it (log axis). "
     "Where series coincide they are drawn {dodge:g} points apart: both analytic series left of their unit count, "
-    "the i.i.d. simulation on it, our PQ simulation and the authors' stars right of it; the two-queue analytic "
+    "the i.i.d. simulation and the authors' stars on it, our PQ simulation right of it; the two-queue analytic "
     "line is the wide dashed one under the i.i.d. simulation's. {where}.")
 
 
-@figure("fig8", records=("queue",), title="Figure 8: L1 queue length for 99% identical top-K")
+@figure("fig8", records=("queue",), title="Figure 8: L1 queue length for 99% identical top-K",
+        claims=("queue-identical-topk", "target-queue-l1-lengths"))
 def fig8(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     prov = data["queue"].attrs["provenance"]
     d = analysis.fig8(data["queue"]).sort_values("units")
@@ -62,10 +63,9 @@ def fig8(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
         dodge(ax.plot(d.units, d.simulated_real, "v-", label=label("simulated, our PQ distances", "emulated")),
               DODGE_PT)
     a = d.dropna(subset=["authors"])
-    dodge(ax.plot(a.units, a.authors, **plotting.PAPER_STYLE,
-                  label=plotting.label_source("authors' L1 lengths", "paper")), DODGE_PT)
+    plotting.paper_marks(ax, a.units, a.authors, plotting.label_source("authors' L1 lengths", "paper"))
     for _, r in a.iterrows():   # up and right of the star: clear of the falling analytic line
-        ax.annotate(f"m={int(r.m)}", (r.units, r.authors), textcoords="offset points", xytext=(DODGE_PT + 7, 6),
+        ax.annotate(f"m={int(r.m)}", (r.units, r.authors), textcoords="offset points", xytext=(7, 6),
                     ha="left", va="bottom", fontsize="small", color="0.2",
                     bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.85})
     k = int((prov.get("config") or {}).get("k", 100))  # the top-K (the study's k; the paper's 100)

@@ -299,7 +299,8 @@ FIG10_CAPTION = (
     "but for noise. {noise} {busy} {not_run} {where}.")
 
 
-@figure("fig10", records=("ralm",), title="Figure 10: RALM latency per generation step")
+@figure("fig10", records=("ralm",), title="Figure 10: RALM latency per generation step",
+        claims=("ralm-latency-vs-cpu-gpu",))
 def fig10(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     df = data["ralm"]
     prov = df.attrs["provenance"]
@@ -328,7 +329,8 @@ def fig10(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
         where=where(prov)))
 
 
-@figure("fig11", records=("ralm",), title="Figure 11: RALM throughput")
+@figure("fig11", records=("ralm",), title="Figure 11: RALM throughput",
+        claims=("ralm-throughput-vs-cpu-gpu",))
 def fig11(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     df = data["ralm"]
     prov = df.attrs["provenance"]

@@ -13,7 +13,8 @@ from .. import analysis
 from ._draw import dataset_order, not_run_text, where
 
 
-@figure("scan", records=("scan",), title="torch PQ scan against faiss on the same lists")
+@figure("scan", records=("scan",), title="torch PQ scan against faiss on the same lists",
+        claims=("target-torch-scan-within-2x", "target-scan-gbps-per-core", "target-torch-scan-identical"))
 def scan(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     df = data["scan"]
     prov = df.attrs["provenance"]

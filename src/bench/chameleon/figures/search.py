@@ -14,12 +14,12 @@ import pandas as pd
 from ...core import plotting
 from ...core.figures import figure
 from .. import analysis, paper_values
-from ._draw import (dataset_order, label, log_dots, nice_log_limits, not_run_text, paper_point, plain_log_ticks,
-                    where)
+from ._draw import dataset_order, label, log_dots, nice_log_limits, not_run_text, plain_log_ticks, where
 
 PAPER_CPU = {"SIFT1000M": "8CPU", "Deep1000M": "8CPU", "RALM-S1000M": "8CPU", "RALM-L1000M": "16CPU"}
 PAPER_MARK = {"fpga-cpu": "P", "fpga-gpu": "*"}
-PAPER_DX_PT = {"fpga-cpu": -6.0, "fpga-gpu": 6.0}   # the two authors' markers at one x, drawn apart (points)
+PAPER_LINE = {"fpga-cpu": "-", "fpga-gpu": ":"}
+PAPER_SCALE = "1B vectors"
 
 
 def paper_arch(pds: str, config: str) -> str:
@@ -41,20 +41,39 @@ def _paper_speedups(pds: str) -> dict[str, pd.Series]:
             for c in PAPER_MARK}
 
 
-def _speedup_panel(ax, g: pd.DataFrame, col: dict, pds: str | None) -> None:
+def _batch_axis(ax, batches) -> None:
+    ax.set(xscale="log", yscale="log", xlabel="batch size")
+    plain_log_ticks(ax.yaxis)
+    ax.set_xticks(sorted(batches), [str(b) for b in sorted(batches)])
+    ax.xaxis.set_minor_locator(plt.NullLocator())
+
+
+def _speedup_panel(ax, g: pd.DataFrame, col: dict) -> None:
+    """Our speed-ups over our CPU baseline, at our scale (the paper's are in their own panel)."""
     med = g.groupby(["label", "batch_size"]).latency_ms.median()
     cpu = g[g.config == "cpu"].groupby("batch_size").latency_ms.median()
     for lab in med.index.get_level_values(0).unique():
         s = cpu / med[lab]
         ax.plot(s.index, s.values, marker="o", color=col[lab], label=lab)
-    if pds:
-        for c, s in _paper_speedups(pds).items():
-            paper_point(ax, s.index, s.values, f"{c.upper()} over CPU (1B vectors)", PAPER_MARK[c], PAPER_DX_PT[c])
     ax.axhline(1, color="grey", lw=0.8)
-    ax.set(xscale="log", yscale="log", xlabel="batch size", ylabel="speed-up over CPU (median latency)")
-    plain_log_ticks(ax.yaxis)
-    ax.set_xticks(sorted(g.batch_size.unique()), [str(b) for b in sorted(g.batch_size.unique())])
-    ax.xaxis.set_minor_locator(plt.NullLocator())
+    plotting.panel_scale(ax, _scale(g))
+    _batch_axis(ax, g.batch_size.unique())
+    ax.set_ylabel("speed-up over CPU (median latency)")
+
+
+def _paper_panel(ax, pds: str | None, batches) -> None:
+    """The authors' FPGA-CPU and FPGA-GPU speed-ups over their CPU at 1B vectors: a panel of their own, each
+    marker at its batch size."""
+    if not pds:
+        plotting.not_run(ax, "no paper dataset for this one")
+        return
+    for c, s in _paper_speedups(pds).items():
+        plotting.paper_marks(ax, s.index, s.values,
+                             plotting.label_source(f"{c.upper()} over CPU ({PAPER_SCALE})", "paper"),
+                             scale=PAPER_SCALE, marker=PAPER_MARK[c], linestyle=PAPER_LINE[c], linewidth=1)
+    ax.axhline(1, color="grey", lw=0.8)
+    plotting.panel_scale(ax, PAPER_SCALE)
+    _batch_axis(ax, batches)
 
 
 def _latency_dots(ax, g: pd.DataFrame, order: list, col: dict) -> None:
@@ -77,7 +96,8 @@ def _latency_dots(ax, g: pd.DataFrame, order: list, col: dict) -> None:
     ax.set_xticks(range(len(order)), [str(b) for b in order])
 
 
-@figure("fig9", records=("search",), title="Figure 9: vector-search latency per batch size")
+@figure("fig9", records=("search",), title="Figure 9: vector-search latency per batch size",
+        claims=("fpga-cpu-vs-cpu-latency", "fpga-gpu-vs-cpu-latency", "cpu-gpu-vs-cpu-latency"))
 def fig9(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     df = data["search"]
     prov = df.attrs["provenance"]
@@ -85,16 +105,22 @@ def fig9(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     lat["label"] = [label(c, s) for c, s in zip(lat.config, lat.source)]
     col = plotting.colors(lat.label)
     dsets = dataset_order(lat.dataset, prov)
-    fig, axes = plotting.start(2, len(dsets), w=6, h=3.4 + 1 / len(dsets), gridspec_kw={"width_ratios": [1.6, 1]})
-    for a1, a2, ds in zip(axes[0::2], axes[1::2], dsets):
+    fig, axes = plotting.start(3, len(dsets), w=4, h=3.4 + 1 / len(dsets),
+                               gridspec_kw={"width_ratios": [1.5, 1, 1]})
+    for a1, a2, a3, ds in zip(axes[0::3], axes[1::3], axes[2::3], dsets):
         g = lat[lat.dataset == ds]
         pds = paper_values.paper_dataset(ds)
         order = sorted(g.batch_size.unique())
         _latency_dots(a1, g, order, col)
         a1.set(xlabel="batch size", ylabel="latency per batch (ms)")
         a1.set_title(f"{ds}: ours, {_scale(g)}", fontsize="medium")
-        _speedup_panel(a2, g, col, pds)
-        a2.set_title(f"speed-up over CPU: ours ({_scale(g)}) and paper ({pds}, 1B)", fontsize="medium")
+        _speedup_panel(a2, g, col)
+        a2.set_title("ours: speed-up over CPU", fontsize="medium")
+        _paper_panel(a3, pds, g.batch_size.unique())
+        a3.set_title(f"paper: {pds}, {PAPER_SCALE}", fontsize="medium")
+        lo, hi = zip(a2.get_ylim(), a3.get_ylim())   # one y range for ours and the paper's, side by side
+        for a in (a2, a3):
+            a.set_ylim(min(lo), max(hi))
     plotting.legend_below(fig, ncol=3)
     return plotting.save(fig, out_png, FIG9_CAPTION.format(not_run=not_run_text(df), where=where(prov)))
 
@@ -102,28 +128,32 @@ def fig9(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
 FIG9_CAPTION = (
     "Figure 9 (reproduced): vector-search latency per batch. Left: ours, every timed batch (small dots), the median "
     "(large dot) and min-max (bar) per dataset, batch size and configuration, at our scale (the profile's "
-    "datasets). Right: speed-up of each configuration over the CPU baseline at the same batch size (median "
-    "latencies): ours (lines) beside the authors' (markers, their 1B-vector datasets: FPGA-CPU and FPGA-GPU over "
-    "their 8-core CPU, 16 cores for RALM-L; drawn 6 points left and right of their batch size so they stay "
-    "apart). Absolute values are not compared across scales. fpga-* are modelled "
+    "datasets). Middle: our speed-up of each configuration over our CPU baseline at the same batch size (median "
+    "latencies). Right, in a panel of their own at the same y range: the authors' speed-ups at their 1B-vector "
+    "scale (FPGA-CPU and FPGA-GPU over their 8-core CPU, 16 cores for RALM-L), each marker at its batch size. "
+    "Absolute values are not compared across scales. fpga-* are modelled "
     "(measured index scan + node model + the authors' per-batch host cost). The authors' CPU-GPU ran CPU-only (a "
     "defect of their code) and is not drawn. {not_run} {where}.")
 
 
-def _paper_throughput_speedups(ax, dsets: list, labs: list, w: float) -> None:
-    """The authors' FPGA-CPU and FPGA-GPU throughput over their CPU's, beside our bar of the same configuration."""
+def _paper_throughput_panel(ax, dsets: list) -> None:
+    """The authors' FPGA-CPU and FPGA-GPU throughput over their CPU's (1B vectors): a panel of their own, the two
+    configurations in their own slots of each dataset (slot positions declared, as our bars' are)."""
     pt = paper_values.throughput()
-    fpga = label("fpga-cpu", "modelled")
-    for i, ds in enumerate(dsets):
-        pds = paper_values.paper_dataset(ds)
-        p = pt[pt.dataset == pds].set_index("arch").median_qps
-        for c, mk in PAPER_MARK.items():
+    cfgs = list(PAPER_MARK)
+    w = 0.8 / len(cfgs)
+    for j, c in enumerate(cfgs):
+        xs, ys = [], []
+        for i, ds in enumerate(dsets):
+            pds = paper_values.paper_dataset(ds)
+            p = pt[pt.dataset == pds].set_index("arch").median_qps
             arch = paper_arch(pds or "", c)
             if pds and arch in p and PAPER_CPU.get(pds) in p:
-                # over our fpga-cpu bar, the two 12 points apart; else either side of the dataset's centre
-                x = i + (labs.index(fpga) - (len(labs) - 1) / 2) * w if fpga in labs else i
-                paper_point(ax, [x], [p[arch] / p[PAPER_CPU[pds]]], f"{c.upper()} over CPU (1B vectors)", mk,
-                            PAPER_DX_PT[c] * (1 if fpga in labs else 3))
+                xs.append(i + (j - (len(cfgs) - 1) / 2) * w)
+                ys.append(p[arch] / p[PAPER_CPU[pds]])
+        plotting.paper_marks(ax, xs, ys, plotting.label_source(f"{c.upper()} over CPU ({PAPER_SCALE})", "paper"),
+                             scale=PAPER_SCALE, marker=PAPER_MARK[c], markersize=12)
+    plotting.panel_scale(ax, PAPER_SCALE)
 
 
 @figure("throughput", records=("search",), title="vector-search throughput, speed-up over CPU")
@@ -135,7 +165,7 @@ def throughput(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     med["label"] = [label(c, s) for c, s in zip(med.config, med.source)]
     col = plotting.colors(med.label)
     dsets = dataset_order(med.dataset, prov)
-    fig, (a1, a2) = plotting.start(2, w=6, h=4.6)
+    fig, (a1, a2, a3) = plotting.start(3, w=4, h=4.2)
     labs = sorted(med.label.unique())
     w = 0.8 / max(len(labs), 1)
     for j, lab in enumerate(labs):
@@ -144,19 +174,27 @@ def throughput(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
         cpu = med[med.config == "cpu"].set_index("dataset").qps.reindex(dsets)
         log_dots(a1, x, m.qps, color=col[lab], label=lab)
         a2.bar(x, m.qps / cpu, w, color=col[lab])
-    _paper_throughput_speedups(a2, dsets, labs, w)
+    plotting.panel_scale(a2, _scale(t))
+    _paper_throughput_panel(a3, dsets)
     nice_log_limits(a1, med.qps)   # every value between two labelled ticks
-    a1.set(ylabel="queries/s (median of runs)", title=f"ours: all {int(t.batch_size.iloc[0])} "
-           f"queries in one batch, {_scale(t)}")
-    a2.set(ylabel="speed-up over CPU (queries/s ratio)", title="speed-up over CPU: ours and paper (1B, 10,000 queries)")
-    a2.axhline(1, color="grey", lw=0.8)
-    for a in (a1, a2):
-        a.set_xticks(np.arange(len(dsets)), dsets)
+    a1.set(ylabel="queries/s (median of runs)", title=f"ours: {int(t.batch_size.iloc[0])} queries, one batch, "
+           f"{_scale(t)}")
+    a2.set(ylabel="speed-up over CPU (queries/s ratio)", title=f"ours: speed-up over CPU, {_scale(t)}")
+    a3.set(title=f"paper: speed-up over CPU, {PAPER_SCALE}")
+    top = 1.08 * max(a2.get_ylim()[1], a3.get_ylim()[1])
+    for a in (a2, a3):   # one y range for ours and the paper's, side by side
+        a.axhline(1, color="grey", lw=0.8)
+        a.set_ylim(0, top)
+    names = {a3: [paper_values.paper_dataset(ds) or ds for ds in dsets]}
+    for a in (a1, a2, a3):
+        a.set_xticks(np.arange(len(dsets)), names.get(a, dsets), rotation=20)
+        a.set_xlim(-0.6, len(dsets) - 0.4)
     plotting.legend_below(fig, ncol=3)
     cap = (f"Vector-search throughput. Left: ours in queries/s (all queries in one batch, median of runs) at our "
-           f"scale. Right: each configuration's throughput over the CPU baseline, ours (bars) and the authors' "
-           f"(markers: FPGA-CPU and FPGA-GPU over their 8-core CPU, 16 cores for RALM-L; 1B vectors, "
-           f"10,000-query batches; the two drawn a few points apart). The authors' 8CPU-1GPU ran CPU-only (defect "
+           f"scale. Middle: each configuration's throughput over our CPU baseline (bars). Right, in a panel of "
+           f"their own at the same y range: the authors' (FPGA-CPU and FPGA-GPU over their 8-core CPU, 16 cores "
+           f"for RALM-L; 1B vectors, 10,000-query batches), each in its slot of the dataset. "
+           f"The authors' 8CPU-1GPU ran CPU-only (defect "
            f"in their code) and is not drawn. "
            f"fpga-* modelled. {not_run_text(df)} {where(prov)}.")
     return plotting.save(fig, out_png, cap)

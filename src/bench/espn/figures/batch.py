@@ -15,7 +15,8 @@ from ..analysis import eq4_table
 from . import _shared as S
 
 
-@figure("fig8_9", records=("batch",), title="critical-path access latency against batch size")
+@figure("fig8_9", records=("batch",), title="critical-path access latency against batch size",
+        claims=("speedup-vs-ssd-reads",))
 def fig8_9(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     df = data["batch"]
     m = df[df.phase == "measured"]
@@ -114,7 +115,8 @@ def _eq4_paper(ap, t: pd.DataFrame) -> None:
     ap.title.set_fontsize("medium")
 
 
-@figure("eq4", records=("batch", "iops"), title="equation 4: query batch threshold")
+@figure("eq4", records=("batch", "iops"), title="equation 4: query batch threshold",
+        claims=("batch-threshold-exact", "batch-threshold-partial", "target-eq4-premise"))
 def eq4(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     t = eq4_table(data["batch"], data["iops"])
     fig, (ax, ap) = plotting.start(2, w=4.6, h=4.5)

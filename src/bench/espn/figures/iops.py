@@ -24,7 +24,8 @@ def _disk(df: pd.DataFrame) -> str:
             "reports them (a VM's virtual disk may report itself rotational).")
 
 
-@figure("iops", records=("iops",), title="our O_DIRECT reader against fio")
+@figure("iops", records=("iops",), title="our O_DIRECT reader against fio",
+        claims=("target-reader-vs-fio",))
 def iops(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     df = data["iops"]
     keys = ["tool", "engine", "qd", "source", "status"]

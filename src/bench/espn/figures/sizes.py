@@ -132,7 +132,8 @@ def _caption(s: pd.DataFrame, r: pd.DataFrame) -> str:
             "repeats, no spread.")
 
 
-@figure("table3", records=("sizes",), title="Table 3: CLS against BOW sizes, per passage and in total")
+@figure("table3", records=("sizes",), title="Table 3: CLS against BOW sizes, per passage and in total",
+        claims=("bow-vs-cls-size",))
 def table3(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     df = data["sizes"]
     s, r, t = A.sizes(df), A.bow_cls(df), A.sizes_totals(df)

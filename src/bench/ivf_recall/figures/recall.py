@@ -16,7 +16,8 @@ ESPN Figure 5 and of Chameleon's choice of nprobe; the papers report no value fo
 this scale, so no paper value is drawn."""
 
 
-@figure("recall_vs_nprobe", records=("recall",), title="recall and queries/s against nprobe")
+@figure("recall_vs_nprobe", records=("recall",), title="recall and queries/s against nprobe",
+        claims=("check-recall-rises-with-nprobe",))
 def recall_vs_nprobe(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     prov = data["recall"].attrs["provenance"]
     df = analysis.measured(data["recall"])

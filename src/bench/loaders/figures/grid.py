@@ -104,7 +104,8 @@ def _paper_md(table) -> str:
     return D.md_table(paper)
 
 
-@figure("table1_samples_per_s", records=("train",), title="Table 1: samples/s per loader, DP and DDP")
+@figure("table1_samples_per_s", records=("train",), title="Table 1: samples/s per loader, DP and DDP",
+        claims=("in-memory-not-faster", "irds-ahead-multi-gpu", "ddp-faster-than-dp"))
 def table1_samples_per_s(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     df = data["train"]
     st = A.steps(A.grid(df))
@@ -153,7 +154,8 @@ def _mem_cells(df, cfgs, loaders, column):
     return out
 
 
-@figure("table2_memory", records=("train",), title="Table 2: memory per loader, DP and DDP")
+@figure("table2_memory", records=("train",), title="Table 2: memory per loader, DP and DDP",
+        claims=("irds-memory-7-14pct", "inmem-ddp-memory-linear", "target-irds-15pct-pss"))
 def table2_memory(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     df = data["train"]
     cfgs, loaders = A.configs(df), A.grid_loaders(df)
@@ -196,7 +198,8 @@ def _duplication(df, many, loaders):
     return vals
 
 
-@figure("memory_duplication", records=("train",), title="memory duplication factor: PSS(N replicas) / PSS(1)")
+@figure("memory_duplication", records=("train",), title="memory duplication factor: PSS(N replicas) / PSS(1)",
+        claims=("inmem-ddp-memory-linear",))
 def memory_duplication(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     df = data["train"]
     cfgs, loaders = A.configs(df), A.grid_loaders(df)

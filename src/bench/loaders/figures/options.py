@@ -97,7 +97,8 @@ def _table3_md(df, order, cells, rel, notes, runs, out_png: Path) -> Path:
                       f"{o.get('replicas', '?')} replicas. {D.scale(df)}. Paper: ir_datasets, DDP, 4 GPUs.")
 
 
-@figure("table3_options", records=("options",), title="Table 3: pin_memory, workers, RAMDISK")
+@figure("table3_options", records=("options",), title="Table 3: pin_memory, workers, RAMDISK",
+        claims=("one-worker-helps", "eight-workers-hurt", "pin-memory-plus-workers-best", "ramdisk-no-gain"))
 def table3_options(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     df = data["options"]
     order, cells, rel, mem, notes, runs = _option_cells(df)

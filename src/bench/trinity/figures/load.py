@@ -17,7 +17,8 @@ def _by_arrival(df):
     return [(a, df[df.arrival == a]) for a in sorted(df.arrival.unique())]
 
 
-@figure("latency_load", records=("load",), title="latency and throughput against offered load")
+@figure("latency_load", records=("load",), title="latency and throughput against offered load",
+        claims=("claim-continuous-smooth-p95-*", "target-continuous-load-*"))
 def latency_load(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     df = data["load"]
     col = policy_colors(df.policy.unique())
@@ -54,7 +55,8 @@ def latency_load(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     return plotting.save(fig, out_png, cap)
 
 
-@figure("lanes", records=("load",), title="lane utilisation and extends per request")
+@figure("lanes", records=("load",), title="lane utilisation and extends per request",
+        claims=("claim-continuous-busy-*", "target-lane-util-*"))
 def lanes(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     df = analysis.replayed(data["load"])
     col = policy_colors(df.policy.unique())

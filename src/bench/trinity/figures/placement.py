@@ -15,7 +15,8 @@ NAMES = {"coupled": "coupled (one search device per LLM server)", "colocated_pre
          "independent_pool": "independent search pool"}
 
 
-@figure("fig2_placement", records=("placement",), title="Figure 2: three placements (modelled)")
+@figure("fig2_placement", records=("placement",), title="Figure 2: three placements (modelled)",
+        claims=("claim-independent-pool",))
 def fig2_placement(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     df = data["placement"]
     col = plotting.colors(df.placement.unique())

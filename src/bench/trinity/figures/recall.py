@@ -13,7 +13,8 @@ from .. import analysis
 from ._common import NO_PAPER, system_style
 
 
-@figure("recall_qps", records=("recall",), title="recall@k against queries/s")
+@figure("recall_qps", records=("recall",), title="recall@k against queries/s",
+        claims=("target-vs-hnsw-*", "target-vs-exact-*"))
 def recall_qps(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     df = data["recall"]
     m = analysis.searches(df)

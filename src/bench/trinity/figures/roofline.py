@@ -25,7 +25,8 @@ def _unsaturated(m: pd.DataFrame, f: dict) -> str:
     return f" ({'; '.join(words)})" if words else ""
 
 
-@figure("fig1_roofline", records=("roofline",), title="Figure 1: utilisation against batch size")
+@figure("fig1_roofline", records=("roofline",), title="Figure 1: utilisation against batch size",
+        claims=("claim-saturation-search-vs-prefill", "claim-saturation-search-vs-decode"))
 def fig1_roofline(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     df = analysis.measured(data["roofline"])
     col = plotting.colors(df.stage.unique())

@@ -44,7 +44,8 @@ def _policy_medians(ax, df, x, c, col, scale=1.0, label=True) -> None:
                     label=plotting.label_source(pol, "emulated") if label else None)
 
 
-@figure("scheduler", records=("sched",), title="stage-aware scheduling against baselines")
+@figure("scheduler", records=("sched",), title="stage-aware scheduling against baselines",
+        claims=("claim-sched-ttft-without-starving", "target-sched-deadline", "target-sched-stall"))
 def scheduler_fig(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     df = data["sched"]
     runs, ctl = analysis.sched_runs(df), df[df.row == "control"]

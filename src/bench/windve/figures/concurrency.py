@@ -14,11 +14,12 @@ from .. import analysis
 from .. import paper_values as PV
 from matplotlib.ticker import MaxNLocator
 
-from .labels import H, JINA_STYLE, slos_text, source_words, whiskers
+from .labels import H, JINA_STYLE, pair_words, slos_text, source_words, whiskers
 
 
 @figure("tables_1_2", records=("serving", "profile"),
-                title="Tables I/II: max concurrency without and with CPU offload")
+                title="Tables I/II: max concurrency without and with CPU offload",
+        claims=("tables-i-ii-*", "looser-slo-larger-gain", "smaller-gap-larger-gain", "target-acc-not-dropping"))
 def tables_1_2(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     serv, prof = data["serving"], data["profile"]
     gt, pred = analysis.gains(serv), analysis.predicted_gains(prof)
@@ -33,7 +34,8 @@ def tables_1_2(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     slos = sorted(set(gt.slo_s) | set(extra.slo_s))
 
     def tick(p, s):   # our SLO and the paper's it stands for, in the figure itself
-        return f"{p}\nSLO {s:g} s\n(paper {analysis.rank(s, slos)} s)"
+        name = pair_words(p, " +\n")
+        return f"{name}\nSLO {s:g} s\n(paper {analysis.rank(s, slos)} s)"
 
     labels = [tick(p, s) for p, s in zip(gt.pair, gt.slo_s)]
     x = np.arange(len(gt))
@@ -82,7 +84,8 @@ def _not_fine_tuned(keys, pair: str, why: str, axes) -> None:
                 ha="center", va="top", fontsize="x-small", color="0.25", wrap=True)
 
 
-@figure("table_3", records=("profile", "serving"), title="Table III: queue depth by regression, stress test, fine-tuning")
+@figure("table_3", records=("profile", "serving"), title="Table III: queue depth by regression, stress test, fine-tuning",
+        claims=("regression-as-good-as-stress", "target-regression-within-8", "target-regression-runs"))
 def table_3(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     prof, serv = data["profile"], data["serving"]
     dr = analysis.depth_rows(prof, serv)

@@ -12,6 +12,12 @@ JINA_STYLE = {**plotting.PAPER_STYLE, "marker": "P", "markersize": 9}
 H = 4.2   # panel height (inches), legend row below included
 
 
+def pair_words(pair: str, sep: str = " + ") -> str:
+    """An accelerator + CPU pair as the paper names it ("Tesla V100 + Xeon E5 2690"), never its id."""
+    names = PV.PAIR_NAMES.get(pair)
+    return sep.join(names) if names else str(pair).replace("-", " + ")
+
+
 def acc_label(pair: str, prof: pd.DataFrame) -> str:
     """Legend label of an accelerator series: the measured GPU by name, or the emulated pair's accelerator."""
     if analysis.source(prof) == "measured":

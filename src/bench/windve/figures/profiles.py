@@ -12,7 +12,7 @@ from ...core import plotting
 from ...core.figures import figure
 from .. import analysis
 from .. import paper_values as PV
-from .labels import H, acc_label, slos_text, source_words
+from .labels import H, acc_label, pair_words, slos_text, source_words
 
 
 @figure("fig4", records=("profile",), title="Figure 4: latency against concurrency, fits and stress tests")
@@ -60,10 +60,11 @@ def fig4(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
             ax.annotate("holds" if r.holds else "does not\nhold", (i + off, max(r.ours, r.paper)), xytext=(0, 6),
                         textcoords="offset points", ha="center", va="bottom", fontsize="x-small",
                         color="0.2" if r.holds else "#a50f15")
-    ax.set(xticks=x, xticklabels=pairs, ylabel="accelerator / CPU", title="fit coefficients, ratio")
+    ax.set(xticks=x, xticklabels=[pair_words(p, " +\n") for p in pairs], ylabel="accelerator / CPU",
+           title="fit coefficients, ratio")
     ax.margins(y=0.2)
     plotting.legend_below(fig, ncol=4)
-    verdicts = "; ".join(f"{r.pair} {'α' if r.coef == 'alpha' else 'β'}: ours {r.ours:.2f} vs paper {r.paper:.2f} "
+    verdicts = "; ".join(f"{pair_words(r.pair)} {'α' if r.coef == 'alpha' else 'β'}: ours {r.ours:.2f} vs paper {r.paper:.2f} "
                          f"({'holds' if r.holds else 'does not hold'})" for r in ratios.itertuples())
     bad = ratios[~ratios.holds]
     summary = ("every ratio holds (within 25% of the paper's)" if bad.empty and len(ratios) else

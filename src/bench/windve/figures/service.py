@@ -14,7 +14,7 @@ from ...core import plotting
 from ...core.figures import figure
 from .. import analysis
 from .. import paper_values as PV
-from .labels import H, admission, config_label, source_words, whiskers
+from .labels import H, admission, config_label, pair_words, source_words, whiskers
 
 P = plotting.COLORBLIND
 # openloop: (a)/(b) colour the configurations, (c) the device groups' shares: no colour in both
@@ -83,7 +83,8 @@ def openloop(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     return plotting.save(fig, out_png, cap)
 
 
-@figure("utilisation_cost", records=("serving",), title="CPU utilisation with and without offload; cost saving")
+@figure("utilisation_cost", records=("serving",), title="CPU utilisation with and without offload; cost saving",
+        claims=("throughput-1.22x", "cost-saving-18.6", "cpu-utilisation-rises"))
 def utilisation_cost(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     df = data["serving"]
     fig, (a, b) = plotting.start(2, w=5.0, h=H)
@@ -96,8 +97,9 @@ def utilisation_cost(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]
         cfgs = list(shares)
         for i, cfg in enumerate(cfgs):
             share = shares[cfg] * 100
-            a.bar(i, share.median(), 0.6, color=col[cfg], label=f"CPU use, {cfg.replace('_', ' ')} (measured)")
-            a.plot(np.full(len(share), i), share, **DOTS, label="ours: each round (measured)")
+            a.bar(i, share.median(), 0.6, color=col[cfg], label=f"CPU use, {config_label(cfg, src)}")
+            a.plot(np.full(len(share), i), share, **DOTS, label="ours: each round" + (
+                " (measured)" if src == "measured" else " [accelerator emulated, CPU measured]"))
         a.plot(range(len(cfgs)), [PV.CPU_UTIL["bge"][["accelerator_only", "offload"].index(c)] * 100 for c in cfgs],
                **{**plotting.PAPER_STYLE, "marker": "D", "markersize": 7, "label": "paper (bge)"})
         a.set(xticks=range(len(cfgs)), xticklabels=[c.replace("_", " ") for c in cfgs],
@@ -111,13 +113,14 @@ def utilisation_cost(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]
         slos = sorted(dep.slo_s.unique())
         x = np.arange(len(dep))
         for off, key, name in ((-0.2, "save_peak", "eq. 6 (deploy for peak)"), (0.2, "save_avg", "eq. 5 (deploy for average)")):
-            b.bar(x + off, dep[key] * 100, 0.38, color=col[name], label=f"ours: {name}")
+            b.bar(x + off, dep[key] * 100, 0.38, color=col[name], label=plotting.label_source(f"ours: {name}", src))
             whiskers(b, x + off, dep[key] * 100, dep[f"{key}_low"] * 100, dep[f"{key}_high"] * 100)
         for i, r in dep.iterrows():
             p_avg, p_peak = analysis.paper_savings(r.pair, analysis.rank(r.slo_s, slos))
             b.plot(i - 0.2, p_peak * 100, **{**plotting.PAPER_STYLE, "label": "paper Table I, same equations"})
             b.plot(i + 0.2, p_avg * 100, **plotting.PAPER_STYLE)
-        b.set(xticks=x, xticklabels=[f"{p}\n{s:g} s (paper {analysis.rank(s, slos)} s)" for p, s in zip(dep.pair, dep.slo_s)],
+        b.set(xticks=x, xticklabels=[f"{pair_words(p)}\n{s:g} s (paper {analysis.rank(s, slos)} s)"
+                                     for p, s in zip(dep.pair, dep.slo_s)],
               ylabel="cost saving (%)", title="(b) deployment-cost saving (Sec. III-B)")
         b.set_ylim(bottom=0)
     plotting.legend_below(fig, ncol=3)
@@ -151,7 +154,8 @@ def _overhead_panel(a, oh: pd.DataFrame) -> None:
           title=f"(a) CPU: service vs bare model\nbar: median of {n_rep} repeats, whisker: min .. max")
 
 
-@figure("service", records=("serving",), title="The service: overhead, overload, queue manager time")
+@figure("service", records=("serving",), title="The service: overhead, overload, queue manager time",
+        claims=("dispatch-under-0.1ms", "target-service-90pct", "target-overload-answers", "target-overload-p99"))
 def service(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     df = data["serving"]
     fig, (a, b, c, d) = plotting.start(4, w=3.7, h=H)
@@ -163,6 +167,7 @@ def service(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
             plotting.not_run(ax, "no overload rows")
     else:
         acc = analysis.device(df)
+        tag = " [accelerator emulated, CPU measured]" if source_words(None, ov)[0] == "emulated" else ""
         outcome = np.where(ov.status == 200, "200 " + ov.device.astype(str), np.where(ov.status == 429, "429", "lost"))
         keys = [f"200 {acc}", "200 cpu", "429", "lost"]
         names = ["200 accelerator", "200 CPU", "429", "lost"]
@@ -171,10 +176,11 @@ def service(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
         rounds = int(ov["round"].nunique()) if "round" in ov else 1
         b.set(xticks=range(len(counts)), xticklabels=[f"200 acc\n({acc})", "200 CPU", "429", "lost"],
               ylabel=f"requests, {rounds} round(s) summed",
-              title=f"(b) {int(ov.sent.iloc[0])} at once per round\n(3x max concurrency)")
+              title=f"(b) {int(ov.sent.iloc[0])} at once per round\n(3x max concurrency)"
+                    + tag.replace(", CPU measured", "").replace(" [", "\n["))
         lat = np.sort(ov[ov.status == 200].latency_s.to_numpy())
         c.plot(lat, np.arange(1, len(lat) + 1) / len(lat), "-", color=col["served"],
-               label="accepted: served (client side)")
+               label="accepted: served (client side)" + tag)
         if "predicted_s" in ov and ov[ov.status == 200].predicted_s.notna().any():
             pr = np.sort(ov[ov.status == 200].predicted_s.dropna().to_numpy())
             c.plot(pr, np.arange(1, len(pr) + 1) / len(pr), "--", color=col["predicted"],
