@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import urllib.request
 
 import aiohttp
 import numpy as np
@@ -355,6 +356,10 @@ def test_each_answer_carries_its_own_dispatch_time(encoder):
     with running(svc) as url:
         start = len(calls)
         got = _timed_waves(url, [(0.0, ["first"]), (0.05, ["second"])], ordered=True)
+        with urllib.request.urlopen(url + "/admin/decisions") as r:   # every decision kept per request
+            kept = json.loads(r.read())["dispatch_us"]
     assert [st for _, st, _ in got] == [200, 200]
     own = sorted(float(h["x-dispatch-us"]) for _, _, h in got)
     assert own == [float(start + 1), float(start + 2)], own
+    assert kept[-2:] == own and len(kept) == len(calls)
+    assert svc.decisions(clear=True) == kept and svc.decisions() == []

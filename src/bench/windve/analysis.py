@@ -165,10 +165,14 @@ def regression_depths(prof: pd.DataFrame, experiment: str) -> pd.DataFrame:
 
 def depth_rows(prof: pd.DataFrame, serv: pd.DataFrame | None) -> pd.DataFrame:
     """Table III: depth per pair, device (``dev``: accelerator or cpu), SLO and method (regression and
-    stress test from the profile, fine-tuned with offload from the serving records)."""
+    stress test from the profile, fine-tuned with offload from the serving records), with ``depth_low`` /
+    ``depth_high``: the stress depth over its repeated searches, the regression depth over the fit of all
+    rounds and of each round alone (equal to ``depth`` where the records have one search)."""
     d = prof[(prof.kind == "depth") & (prof.experiment == "base")].copy()
     d["dev"] = np.where(d.device == "cpu", "cpu", "accelerator")
-    out = [d[["pair", "dev", "device", "slo_s", "method", "depth", "runs"]]]
+    for col in ("depth_low", "depth_high"):   # the spread over repeated searches / per-round fits (issue 29)
+        d[col] = d[col].fillna(d.depth) if col in d else d.depth
+    out = [d[["pair", "dev", "device", "slo_s", "method", "depth", "runs", "depth_low", "depth_high"]]]
     if serv is not None:
         mc = maxconc(serv)
         mc = mc[mc.config == "offload"]
@@ -182,7 +186,8 @@ def depth_rows(prof: pd.DataFrame, serv: pd.DataFrame | None) -> pd.DataFrame:
                     col = "depth_emulated"   # records written before the accelerator was named
                 out.append(pd.DataFrame([{"pair": r.pair, "dev": dev, "device": "cpu" if dev == "cpu" else acc,
                                           "slo_s": r.slo_s, "method": "fine-tuned", "depth": getattr(r, col),
-                                          "runs": r.runs}]))
+                                          "runs": r.runs, "depth_low": getattr(r, col),
+                                          "depth_high": getattr(r, col)}]))
     return pd.concat(out, ignore_index=True)
 
 
@@ -374,3 +379,32 @@ def not_fine_tuned_why(serv: pd.DataFrame | None, pair: str) -> str:
         if len(got):
             return str(got.iloc[0])
     return "not fine-tuned in this profile"
+
+
+# -- Table III: regression against the stress test, over the repeated searches ------------------------
+def table_iii_cells(prof: pd.DataFrame) -> pd.DataFrame:
+    """Per device/pair/SLO cell of the base experiment: the regression depth (``reg``, ``reg_low`` ..
+    ``reg_high`` over the fit of all rounds and of each round alone) and the stress test's (``stress``: the
+    first search, the paper's climb; ``stress_low`` .. ``stress_high`` over every search), the stress
+    searches' count and whether every one was bracketed; the regression ``>=`` the stress depth surely
+    (``ge_sure``: in every combination), surely not (``lt_sure``), and the distance between them (``diff``,
+    with ``diff_low`` .. ``diff_high`` over every combination)."""
+    d = prof[(prof.kind == "depth") & (prof.experiment == "base")].copy()
+    for col in ("depth_low", "depth_high"):
+        d[col] = d[col].fillna(d.depth) if col in d else d.depth
+    if "searches" not in d:
+        d["searches"] = 1
+    if "bracketed" not in d:
+        d["bracketed"] = np.nan
+    key = ["device", "pair", "slo_s"]
+    reg = d[d.method == "regression"].set_index(key)[["depth", "depth_low", "depth_high", "runs"]]
+    st = d[d.method == "stress"].set_index(key)[["depth", "depth_low", "depth_high", "runs", "searches", "bracketed"]]
+    reg.columns = ["reg", "reg_low", "reg_high", "runs"]
+    st.columns = ["stress", "stress_low", "stress_high", "runs_stress", "searches", "bracketed"]
+    c = reg.join(st, how="inner")
+    c["ge_sure"] = c.reg_low >= c.stress_high
+    c["lt_sure"] = c.reg_high < c.stress_low
+    c["diff"] = (c.reg - c.stress).abs()
+    c["diff_low"] = np.maximum(0, np.maximum(c.reg_low - c.stress_high, c.stress_low - c.reg_high))
+    c["diff_high"] = np.maximum((c.reg_high - c.stress_low).abs(), (c.stress_high - c.reg_low).abs())
+    return c

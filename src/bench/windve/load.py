@@ -120,6 +120,12 @@ class ServiceProcess:
             raise BenchError(f"windve /admin/config refused {config}: {exc.read().decode()}") from None
 
 
+    def decisions(self) -> list[float]:
+        """GET /admin/decisions: every request's Algorithm 1 decision time so far (microseconds)."""
+        with urllib.request.urlopen(self.url + "/admin/decisions", timeout=30) as r:
+            return json.loads(r.read())["dispatch_us"]
+
+
 def session(timeout_s: float = 60.0) -> aiohttp.ClientSession:
     """A client session with no connection cap (every concurrent query has its own connection)."""
     return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, force_close=False),

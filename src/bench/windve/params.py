@@ -50,6 +50,7 @@ class Params:
     scaling_levels: Levels
     stress_step: int
     stress_max: int
+    stress_repeats: int   # stress searches per Table III cell: the paper's climb, then re-measured brackets
     lengths: tuple[int, ...]
     cpu_cores: tuple[int, ...]
     cpu_instance_threads: int | None

@@ -131,3 +131,45 @@ def profile_depths(df: pd.DataFrame) -> tuple[dict, dict]:
     d = df[(df.kind == "depth") & (df.experiment == "base") & (df.method == "regression")]
     depths = {(r.device, r.pair, float(r.slo_s)): int(r.depth) for r in d.itertuples()}
     return {"alpha": float(fit.alpha), "beta": float(fit.beta)}, depths
+
+
+async def overhead(svc, sess, p: Params, pool, encoder, step: str) -> list[dict]:
+    """The CPU-only service against the bare model on the same cores and threads, repeats interleaved
+    (bare, service, bare, ...) so machine noise hits both alike; the first pair is warm-up. Each step
+    measures it in its own fresh service process (``step``), so the share's interval can resample the
+    processes (run-to-run noise), and each measured pair gives one paired ratio (``ratio`` on the service
+    row: service throughput / the bare model's just before it)."""
+    import os
+
+    import torch
+
+    batch = p.overhead_batch
+    info = svc.admin(active=["cpu"], depths={"cpu": batch})
+    texts = pool[:batch]
+    before = os.sched_getaffinity(0)
+    rows = []
+    for i in range(p.overhead_repeats + 1):
+        phase = "warmup" if i == 0 else "measured"
+        os.sched_setaffinity(0, set(info["cpu_cores"]))
+        torch.set_num_threads(info["cpu_threads"])
+        try:
+            t0 = time.perf_counter()
+            encoder.embed(texts)
+            bare = time.perf_counter() - t0
+        finally:
+            os.sched_setaffinity(0, before)
+        got = (await load.closed_level(sess, svc.url, pool, batch, 1, 0))[0]
+        for mode, sec, n in (("bare_model", bare, batch), ("service", got["latency_max_s"], got["n_ok"])):
+            rows.append({"kind": "overhead", "mode": mode, "repeat": i, "batch": batch, "phase": phase,
+                         "seconds": sec, "throughput": n / sec, "cpu_threads": info["cpu_threads"],
+                         "cpu_cores": ",".join(map(str, info["cpu_cores"])), "source": "measured",
+                         "service_process": step,
+                         **({"ratio": (n / sec) / (batch / bare)} if mode == "service" else {})})
+    return rows
+
+
+def decision_rows(svc, step: str) -> list[dict]:
+    """One ``dispatch`` row per request the step's service process decided (Algorithm 1's own decision time,
+    the deadline prediction included, recorded by the service per request: ``GET /admin/decisions``)."""
+    return [{"kind": "dispatch", "request": i, "dispatch_us": v, "service_process": step, "source": "measured"}
+            for i, v in enumerate(svc.decisions())]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 
+import numpy as np
 import pandas as pd
 
 from bench.core.step import Context, Result
@@ -21,7 +22,7 @@ from .. import load
 from ..params import Levels, Params
 from ..system import emulation, estimator
 from ..system.textgen import load_fast_tokenizer
-from .inputs import Clock, Pools, accelerator_words, run_pairs, service, source_of
+from .inputs import Clock, Pools, accelerator_words, decision_rows, overhead, run_pairs, service, source_of
 
 BIG = 100_000   # queue depth while profiling one device: the closed loop, not the queue, bounds C
 
@@ -48,27 +49,73 @@ class Profiler:
         self.rows.append({"kind": "fit", **tags, "alpha": f.alpha, "beta": f.beta, "r2": f.r2, "runs": len(levels)})
         return f
 
+    def round_fits(self, tags: dict) -> list[estimator.LinearFit]:
+        """The same regression fitted to each measured round alone (round r of every level): the spread of
+        the predicted depth between the profile's rounds (Table III's regression interval)."""
+        mine = [r for r in self.rows if r["kind"] == "round" and r.get("purpose") == "profile"
+                and r["phase"] == "measured" and all(r.get(k) == v for k, v in tags.items())]
+        by_level: dict[int, list[float]] = {}   # each level's measured rounds in order (the first level warms)
+        for r in mine:
+            by_level.setdefault(r["concurrency"], []).append(r["latency_max_s"])
+        fits = []
+        for k in range(max((len(v) for v in by_level.values()), default=0)):
+            pts = [(c, v[k]) for c, v in by_level.items() if len(v) > k and np.isfinite(v[k])]
+            if len({c for c, _ in pts}) >= 2:
+                fits.append(estimator.fit(*zip(*pts)))
+        return fits
+
     def predicted(self, f: estimator.LinearFit, tags: dict, device: str, runs: int) -> None:
+        per_round = self.round_fits(tags)
         for slo in self.p.slos_s:
             row = {"kind": "depth", **tags, "method": "regression", "slo_s": slo, "runs": runs, "cannot_help": False}
             try:
                 row["depth"] = estimator.predict_depth(f, slo, device=device)
             except estimator.DeviceCannotMeetSlo as exc:
                 row.update(depth=0, cannot_help=True, reason=str(exc))
+            each = [_depth_or_zero(g, slo, device) for g in per_round] + [row["depth"]]
+            row.update(depth_low=min(each), depth_high=max(each), searches=len(per_round),
+                       interval="the fit of all rounds and of each round alone")
             self.rows.append(row)
 
     async def stress(self, pool, tags: dict) -> None:
-        seen: dict[int, float] = {}
+        """Table III's stress test, ``stress_repeats`` times: the paper's climb first, then each repeat
+        measures the bracket afresh from the first search's depth (:func:`estimator.stress_again`). One
+        ``stress_search`` row per search; the ``depth`` row keeps the first search's depth and runs (the
+        paper's procedure) with ``depth_low`` / ``depth_high`` over every search, bracketed only if every
+        search was."""
+        found: dict[float, list[estimator.Search]] = {slo: [] for slo in self.p.slos_s}
+        for rep in range(max(1, self.p.stress_repeats)):
+            seen: dict[int, float] = {}   # each search measures its own levels (shared by its SLOs)
 
-        async def measure(c: int) -> float:
-            if c not in seen:
-                seen[c] = await self.level(pool, c, {**tags, "purpose": "stress"}, warm=False)
-            return seen[c]
+            async def measure(c: int, rep=rep, seen=seen) -> float:
+                if c not in seen:
+                    seen[c] = await self.level(pool, c, {**tags, "purpose": "stress", "search": rep}, warm=False)
+                return seen[c]
 
-        for slo in sorted(self.p.slos_s):
-            s = await estimator.stress_test(measure, slo, step=self.p.stress_step, max_level=self.p.stress_max)
-            self.rows.append({"kind": "depth", **tags, "method": "stress", "slo_s": slo, "depth": s.depth,
-                              "runs": s.runs, "cannot_help": s.depth == 0, "bracketed": s.bracketed})
+            for slo in sorted(self.p.slos_s):
+                if rep == 0:
+                    s = await estimator.stress_test(measure, slo, step=self.p.stress_step, max_level=self.p.stress_max)
+                else:
+                    s = await estimator.stress_again(measure, slo, found[slo][0].depth, step=self.p.stress_step,
+                                                     max_level=self.p.stress_max)
+                found[slo].append(s)
+                self.rows.append({"kind": "stress_search", **tags, "method": "stress", "slo_s": slo, "search": rep,
+                                  "depth": s.depth, "runs": s.runs, "bracketed": s.bracketed,
+                                  "levels": " ".join(f"{c}{'+' if ok else '-'}" for c, _, ok in s.points)})
+        for slo, ss in found.items():
+            ds = [s.depth for s in ss]
+            self.rows.append({"kind": "depth", **tags, "method": "stress", "slo_s": slo, "depth": ss[0].depth,
+                              "runs": ss[0].runs, "cannot_help": ss[0].depth == 0,
+                              "bracketed": all(s.bracketed for s in ss), "depth_low": min(ds), "depth_high": max(ds),
+                              "searches": len(ss), "search_depths": ", ".join(map(str, ds)),
+                              "interval": "the depths of every stress search"})
+
+
+def _depth_or_zero(f: estimator.LinearFit, slo: float, device: str) -> int:
+    try:
+        return estimator.predict_depth(f, slo, device=device)
+    except estimator.DeviceCannotMeetSlo:
+        return 0
 
 
 async def _warm_emulated(prof: Profiler, pool: list[str]) -> None:
@@ -105,7 +152,7 @@ class Tags:
                 "query_tokens": tokens, "cpu_threads": threads, "source": source_of(device)}
 
 
-async def _run(svc, p: Params, pools: Pools) -> tuple[dict, list[dict]]:
+async def _run(svc, p: Params, pools: Pools, encoder) -> tuple[dict, list[dict]]:
     """The laws the emulated accelerator ran with, per pair, and the step's rows."""
     info = svc.admin()
     threads, acc, tags = info["cpu_threads"], svc.accelerator, Tags(info["device_names"])
@@ -113,6 +160,7 @@ async def _run(svc, p: Params, pools: Pools) -> tuple[dict, list[dict]]:
     laws = {}
     async with load.session() as sess:
         prof = Profiler(svc, sess, p)
+        prof.rows += await overhead(svc, sess, p, pools(base), encoder, "profile")   # a second service process
         cpu = await _device(prof, pools(base), "cpu", tags("base", "cpu", None, base, threads), stress=True)
         for pair in run_pairs(p, acc):
             if acc == "emulated":
@@ -122,7 +170,7 @@ async def _run(svc, p: Params, pools: Pools) -> tuple[dict, list[dict]]:
             await _device(prof, pools(base), acc, tags("base", acc, pair, base, threads), stress=True)
         await _lengths(prof, pools, p, threads, acc, tags)
         await _cores(prof, pools, p, threads, tags)
-    return laws, prof.rows
+    return laws, prof.rows + decision_rows(svc, "profile")
 
 
 async def _lengths(prof: Profiler, pools: Pools, p: Params, threads: int, acc: str, tags: Tags) -> None:
@@ -143,14 +191,21 @@ async def _cores(prof: Profiler, pools: Pools, p: Params, threads: int, tags: Ta
     prof.svc.admin(cpu_threads=threads)
 
 
+def _encoder(model_path):
+    """The bare model in the load generator's process (the service's overhead is measured against it)."""
+    from ..system.encoder import Encoder
+
+    return Encoder(model_path)
+
+
 @step("profile", writes="profile")
 def profile(ctx: Context) -> Result:
     p: Params = ctx.params
     clock = Clock()
     pools = Pools(load_fast_tokenizer(p.model), p.text_pool, ctx.seed)
-    with service(p, p.pairs[0]) as svc:
+    with service(p, p.pairs[0], meanwhile=lambda: _encoder(p.model)) as svc:
         started, acc = svc.started_s, svc.accelerator
-        laws, rows = asyncio.run(_run(svc, p, pools))
+        laws, rows = asyncio.run(_run(svc, p, pools, svc.prepared))
         info = svc.admin()
     df = pd.DataFrame(rows)
     method = ("Closed loop (Section V-A3) against `bench windve serve` on 127.0.0.1 (every instance warmed before "
@@ -159,7 +214,12 @@ def profile(ctx: Context) -> Result:
               "is the median over rounds of each round's slowest query. Per device (the other queue off): "
               "latency at the profile levels, fit t = alpha*C + beta (alpha, beta >= 0, NNLS), predicted depth "
               "per SLO; stress test in steps of 8 until the SLO fails. " + accelerator_words(acc, info) +
-              " Figures 5/6: regression depths per query length and per CPU-instance thread count.")
+              " Figures 5/6: regression depths per query length and per CPU-instance thread count. Table III: the "
+              f"stress test {p.stress_repeats} time(s) per cell, the first the paper's climb, each other re-measuring "
+              "the bracket afresh from the first search's depth (down while it fails, up while the next passes); the "
+              "regression depth also from each round alone. Before the profile, the service's overhead against the "
+              "bare model (as the serving step, in this step's own service process); every request's Algorithm 1 "
+              "decision time recorded by the service (`dispatch` rows).")
     prov = {"accelerator": acc, "service_info": info, "service_start_s": started, "step_wall_s": clock(),
             **({"emulated_laws": laws} if acc == "emulated" else {})}
     return Result(records=df, method=method, provenance=prov)

@@ -24,7 +24,6 @@ with deadline admission at the SLO (:mod:`..system.admission`), recorded in the 
 from __future__ import annotations
 
 import asyncio
-import os
 
 import numpy as np
 import pandas as pd
@@ -39,13 +38,14 @@ from .. import load
 from ..params import Params
 from ..system import emulation, estimator
 from ..system.textgen import load_fast_tokenizer
-from .inputs import Clock, Pools, accelerator_words, profile_depths, run_pairs, service, source_of
+from .inputs import Clock, Pools, accelerator_words, decision_rows, overhead, profile_depths, run_pairs, service, source_of
 
 METHOD = (
     "Against `bench windve serve` on 127.0.0.1 over HTTP (/embed), every instance warmed before /health said ready. "
     "{acc_words} Overhead: bare model (same cores and "
     "threads, in the load generator's process while the service idles) against the CPU-only service at the same "
-    "batch, repeats interleaved. Tables I/II: closed loop (all queues filled at once, next round when all "
+    "batch, repeats interleaved, one paired ratio per repeat (the profile step measures it too, in its own service "
+    "process). Every request's Algorithm 1 decision time is recorded by the service (`dispatch` rows). Tables I/II: closed loop (all queues filled at once, next round when all "
     "answered), depths fine-tuned from the regression depths (step {fine_tune_step}, at most {fine_tune_max_runs} "
     "runs of {rounds} rounds; a device meets the SLO when the median over rounds of its slowest query does; "
     "admission by depth only, Algorithm 1); interval: largest C met in every round .. in any round. Utilisation: "
@@ -196,36 +196,6 @@ async def overload(svc, sess, p: Params, pool, refs: dict, final: dict) -> list[
     return rows
 
 
-async def overhead(svc, sess, p: Params, pool, encoder) -> list[dict]:
-    """The CPU-only service against the bare model on the same cores and threads, repeats interleaved
-    (bare, service, bare, ...) so machine noise hits both alike; the first of each is warm-up."""
-    import time
-
-    import torch
-
-    batch = p.overhead_batch
-    info = svc.admin(active=["cpu"], depths={"cpu": batch})
-    texts = pool[:batch]
-    before = os.sched_getaffinity(0)
-    rows = []
-    for i in range(p.overhead_repeats + 1):
-        phase = "warmup" if i == 0 else "measured"
-        os.sched_setaffinity(0, set(info["cpu_cores"]))
-        torch.set_num_threads(info["cpu_threads"])
-        try:
-            t0 = time.perf_counter()
-            encoder.embed(texts)
-            bare = time.perf_counter() - t0
-        finally:
-            os.sched_setaffinity(0, before)
-        got = (await load.closed_level(sess, svc.url, pool, batch, 1, 0))[0]
-        for mode, sec, n in (("bare_model", bare, batch), ("service", got["latency_max_s"], got["n_ok"])):
-            rows.append({"kind": "overhead", "mode": mode, "repeat": i, "batch": batch, "phase": phase,
-                         "seconds": sec, "throughput": n / sec, "cpu_threads": info["cpu_threads"],
-                         "cpu_cores": ",".join(map(str, info["cpu_cores"])), "source": "measured"})
-    return rows
-
-
 async def _open(svc, sess, pool: list[str], sched, slo: float, tags: dict, generator: str = "ours",
                 rate: float | None = None, seed: int | None = None) -> list[dict]:
     """One open-loop run: its summary row (``openloop``) and one row per request (``openloop_request``:
@@ -282,12 +252,13 @@ async def _run(svc, p: Params, pool, fit, depths, encoder, refs, seed) -> tuple[
         svc.admin(active=[acc], depths={acc: len(pool)})
         async with sess.post(svc.url + "/embed", json={"inputs": pool[:32]}) as r:   # emulated cache / warm, before the run
             await r.read()
-        rows = await overhead(svc, sess, p, pool, encoder)
+        rows = await overhead(svc, sess, p, pool, encoder, "serving")
         final, got = await tables(svc, sess, p, pool, fit, depths)
         rows += got
         rows += await utilisation(svc, sess, p, pool, final)
         rows += await overload(svc, sess, p, pool, refs, final)
         rows += await openloop(svc, sess, p, pool, final, seed)
+        rows += decision_rows(svc, "serving")
         return {"final_depths": {"/".join(map(str, k)): v for k, v in final.items()}}, rows
 
 

@@ -23,7 +23,9 @@ Routes and shapes as text-embeddings-inference (TEI) answers them for an embeddi
   (:meth:`.service.EmbeddingService.tei_info`);
 - ``POST /admin/config``: the benchmark control (:meth:`.service.EmbeddingService.reconfigure`; bound to
   127.0.0.1 only), answering the ``windve`` configuration; after a change the instances warm any new batch
-  size before the answer.
+  size before the answer;
+- ``GET /admin/decisions``: every request's Algorithm 1 decision time so far (``dispatch_us``, the paper's
+  < 0.1 ms per request, recorded per request rather than read from a shared last value).
 
 Errors in TEI's JSON shape ``{"error": message, "error_type": type}`` (OpenAI's route: TEI's
 ``{"message", "code", "type"}``) with TEI's status codes: 413 ``validation`` (a batch over
@@ -191,6 +193,13 @@ async def handle_admin(request: web.Request) -> web.Response:
     return web.json_response(svc.info())
 
 
+async def handle_decisions(request: web.Request) -> web.Response:
+    """Every request's Algorithm 1 decision time so far (``dispatch_us``, microseconds); ``?clear=1``
+    starts a new record (the benchmark's; read between measurements)."""
+    svc: EmbeddingService = request.app[SERVICE_KEY]
+    return web.json_response({"dispatch_us": svc.decisions(clear=request.query.get("clear") == "1")})
+
+
 def make_app(svc: EmbeddingService) -> web.Application:
     """The aiohttp application; instances start with the app (warming in the background while /health
     says 503) and stop with its cleanup."""
@@ -214,4 +223,5 @@ def make_app(svc: EmbeddingService) -> web.Application:
     app.router.add_get("/metrics", handle_metrics)
     app.router.add_get("/info", handle_info)
     app.router.add_post("/admin/config", handle_admin)
+    app.router.add_get("/admin/decisions", handle_decisions)
     return app

@@ -4,6 +4,8 @@
 - :func:`predict_depth`: the largest C whose predicted latency meets the SLO (equations 7-10), and
   equation 11: when one query alone misses the SLO the device cannot help (an error, never depth 0);
 - :func:`stress_test`: concurrency raised in steps of 8 until the SLO fails, as the paper does;
+- :func:`stress_again`: a repeat of a stress test's bracket, measured afresh from an earlier search's depth
+  (Table III's interval, issue 29);
 - :func:`fine_tune`: depths adjusted with both devices running;
 each counting the profiling runs (concurrency levels measured) it needed.
 """
@@ -101,6 +103,49 @@ async def stress_test(measure: Callable[[int], Awaitable[float]], slo_s: float, 
     failed = {c for c, _, ok in points if not ok}
     nxt = depth + step if depth >= step else depth + 1
     return Search(depth, len(points), points, bracketed=nxt in failed and (depth in passed or depth == 0))
+
+
+async def stress_again(measure: Callable[[int], Awaitable[float]], slo_s: float, start: int, step: int = 8,
+                       max_level: int = 4096) -> Search:
+    """A repeat of a stress test, every level measured afresh, from an earlier search's depth ``start`` (a
+    multiple of ``step``): down by ``step`` while the level fails, up by ``step`` while the next passes,
+    until a passing level sits next to a failing one (bracketed) or the grid ends. The levels far below the
+    boundary are not climbed again (the paper's climb passes them all; budget). Below ``step`` (or a
+    ``start`` the grid does not hold) it is a whole :func:`stress_test` again."""
+    if start < step or start % step:
+        return await stress_test(measure, slo_s, step=step, max_level=max_level)
+    points: list[tuple[int, float, bool]] = []
+    met: dict[int, bool] = {}
+
+    async def at(c: int) -> bool:   # each level measured once in this search
+        if c not in met:
+            t = await measure(c)
+            points.append((c, t, t <= slo_s))
+            met[c] = t <= slo_s
+        return met[c]
+
+    c = start
+    while c >= step and not await at(c):
+        c -= step
+    if c < step:   # every level down to the first step failed: the climb below it, afresh
+        return await _below_step(measure, slo_s, step, points)
+    while c + step <= max_level and await at(c + step):
+        c += step
+    failed = {lv for lv, _, ok in points if not ok}
+    return Search(c, len(points), points, bracketed=c + step in failed)
+
+
+async def _below_step(measure, slo_s: float, step: int, points: list) -> Search:
+    """Levels 1, 2, ... below the first step (every multiple of ``step`` failed), as :func:`stress_test`."""
+    depth = 0
+    for c in range(1, step):
+        t = await measure(c)
+        points.append((c, t, t <= slo_s))
+        if t > slo_s:
+            break
+        depth = c
+    failed = {lv for lv, _, ok in points if not ok}
+    return Search(depth, len(points), points, bracketed=(depth + 1) in failed)
 
 
 async def fine_tune(measure: Callable[[dict[str, int]], Awaitable[dict[str, float]]], start: dict[str, int],

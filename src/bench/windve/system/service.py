@@ -12,6 +12,7 @@ without reloading the model.
 """
 from __future__ import annotations
 
+import array
 import asyncio
 import contextlib
 import dataclasses
@@ -48,6 +49,9 @@ class RequestError(Exception):
         self.status, self.error_type, self.headers = status, error_type, headers or {}
 
 
+DECISIONS_KEPT = 1_000_000   # per-request decision times kept for /admin/decisions (8 MB at most)
+
+
 class EmbeddingService:
     """Device instances (one per planned device, each with its own model copy) behind Algorithm 1."""
 
@@ -58,6 +62,7 @@ class EmbeddingService:
                                   prefer_emulated=cfg.prefer_emulated)
         self.encoder = encoder or Encoder(cfg.model_path)
         self.metrics = Metrics()
+        self.decisions_us = array.array("d")   # every request's Algorithm 1 decision time (GET /admin/decisions)
         self.instances: dict[str, Instance] = {d: self._make_instance(d) for d in self.plan.devices}
         for inst in self.instances.values():
             inst.on_batch = self.metrics.batch_done
@@ -225,6 +230,14 @@ class EmbeddingService:
                 "framework_cores": list(getattr(self, "pinned", ())),
                 "batch_delay_ms": self.cfg.batch_delay_ms, "max_client_batch_size": self.cfg.max_client_batch_size}
 
+    def decisions(self, clear: bool = False) -> list[float]:
+        """Every request's decision time by Algorithm 1 (microseconds, the prediction included) since the
+        start or the last ``clear``: the per-request quantity the paper's < 0.1 ms names."""
+        out = self.decisions_us.tolist()
+        if clear:
+            self.decisions_us = array.array("d")
+        return out
+
     def tei_info(self) -> dict:
         """``GET /info`` as text-embeddings-inference answers it (its ``Info`` fields), ours under ``windve``.
 
@@ -329,6 +342,8 @@ class EmbeddingService:
         # last request's, and by the time this one answers another request has overwritten them
         dispatch_ns = self.manager.last_decision_ns
         self.metrics.dispatch.observe(dispatch_ns / 1e9)
+        if len(self.decisions_us) < DECISIONS_KEPT:
+            self.decisions_us.append(dispatch_ns / 1e3)
         if dev is None:
             raise self.busy(self.manager.last_reason)
         pred = self.manager.last_prediction
