@@ -44,8 +44,12 @@ def fig8_9(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
         top.set(yscale="log", ylabel="critical-path access (ms)",
                 title=f"{title}, n = {n}; prefetch budget {budget:.2f} ms")
         bot.axhline(1.0, color="0.5", lw=0.8)
-        bot.plot([paper_thr[mode]], [1.0], **plotting.PAPER_STYLE,
-                 label="paper: ESPN on par with DRAM up to batch 12 (exact) / 192 (top 64)")
+        # the paper's threshold batch is at its scale (its SSD, its 28 ms budget), not on our batch axis: said
+        # in the panel, in the paper's colour, where no line of ours runs
+        bot.text(0.98, 0.05, f"paper, at its scale (MS MARCO v1, PCIe 3.0 SSD,\n{PV.PREFETCH_BUDGET_MS:g} ms "
+                 f"budget): on par with DRAM up to batch {paper_thr[mode]}", transform=bot.transAxes,
+                 ha="right", va="bottom", fontsize="small", color=plotting.PAPER_COLOR,
+                 bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "0.7", "alpha": 0.9})
         if mode == "exact":
             bot.axhline(PV.GDS_VS_DRAM_ACCESS, color=plotting.PAPER_COLOR, ls="--", lw=1,
                         label="paper: GDS 7.2x DRAM access latency (exact, Figure 8)")
@@ -55,9 +59,10 @@ def fig8_9(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     plotting.legend_below(fig, ncol=2)
     caption = ("Figures 8/9: critical-path embedding access latency against batch size (median of "
                f"{int(g.n.max()) if len(g) else 0} measured repeats, bars: interquartile range), and below as a ratio "
-               "to memory, the scale-free form in which the paper's values are drawn (GDS 7.2x DRAM; ESPN on par "
-               f"with DRAM up to batch {PV.BATCH_THRESHOLD_EXACT} exact and {PV.BATCH_THRESHOLD_PARTIAL} top 64, "
-               "MS MARCO v1, PCIe 3.0 SSD). ESPN's reads overlap a constant prefetch budget (equation 2, measured) "
+               "to memory, the scale-free form in which the paper's GDS 7.2x DRAM is drawn. The paper's threshold "
+               f"batches (on par with DRAM up to {PV.BATCH_THRESHOLD_EXACT} exact and {PV.BATCH_THRESHOLD_PARTIAL} "
+               "top 64; MS MARCO v1, PCIe 3.0 SSD, 28 ms budget) are at its scale, so they are written in the panels "
+               "rather than placed on our batch axis. ESPN's reads overlap a constant prefetch budget (equation 2, measured) "
                "emulated by a sleep, as the paper simulates batches (section 5.4); memory and direct are measured "
                "reads, our direct reads standing in for GDS.")
     return plotting.save(fig, out_png, caption) + S.table(g, out_png)
@@ -75,20 +80,23 @@ def fig10(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
         lab = plotting.label_source(S.batch_label(meth).split(" [")[0], "modelled")
         axes[0].plot(d.batch, d.latency_model_s * 1e3, marker="o", color=col[meth], label=lab)
         axes[1].plot(d.batch, d.throughput_model_qps, marker="o", color=col[meth], label=lab)
-    for i, (ax, yl) in enumerate(zip(axes, ("batch latency (ms)", "throughput (queries/s)"))):
+    for ax, yl in zip(axes, ("batch latency (ms)", "throughput (queries/s)")):
         S.plain_log2(ax)
         ax.set(xlabel="query batch size", ylabel=yl)
-        ax.axvline(PV.BATCH_THRESHOLD_EXACT, color=plotting.PAPER_COLOR, ls=":", lw=1.5,
-                   label=None if i else f"paper: ESPN competitive with DRAM up to batch {PV.BATCH_THRESHOLD_EXACT} "
-                                        "(at its scale: MS MARCO v1, PCIe 3.0 SSD)")
     axes[0].set_ylim(bottom=0)
+    # the paper's threshold batch is at its scale, not on our batch axis: written in the panel, where no line runs
+    axes[0].text(0.03, 0.97, f"paper, at its scale (MS MARCO v1, PCIe 3.0 SSD):\nESPN competitive with DRAM up "
+                 f"to batch {PV.BATCH_THRESHOLD_EXACT}", transform=axes[0].transAxes, ha="left", va="top",
+                 fontsize="small", color=plotting.PAPER_COLOR,
+                 bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "0.7", "alpha": 0.9})
     axes[0].set_title("Figure 10: batch query latency")
     axes[1].set_title("Figure 10: throughput")
     plotting.legend_below(fig, ncol=2)
     caption = (f"Figure 10 (exact re-ranking): batch query latency and throughput, modelled as the paper does from "
                f"measured parts: single-query ANN time + encode + critical-path access + MaxSim for the batch "
                f"(medians of {int(m.groupby(['method', 'batch']).size().max()) if len(m) else 0} repeats). The "
-               f"dotted line: the paper's batch {PV.BATCH_THRESHOLD_EXACT} (MS MARCO v1, PCIe 3.0 SSD).")
+               f"paper's batch {PV.BATCH_THRESHOLD_EXACT} (MS MARCO v1, PCIe 3.0 SSD) is at its scale: written in the "
+               "left panel, not placed on our batch axis.")
     return plotting.save(fig, out_png, caption) + S.table(g, out_png)
 
 
