@@ -111,7 +111,9 @@ def knee_ratio(a: np.ndarray, b: np.ndarray, level: float = 0.95) -> tuple[float
     if not boots.size:
         return float(r[0]), float(r[0]), float(r[0])
     lo, hi = np.percentile(boots, [50 * (1 - level), 50 * (1 + level)])
-    return float(r[0]), float(lo), float(hi)
+    # a refit's knee jumps between fits (a min of two curves), so the percentile interval can miss the
+    # estimate itself: widened to hold it (only ever wider)
+    return float(r[0]), float(min(lo, r[0])), float(max(hi, r[0]))
 
 
 def pooled_flat(roof: pd.DataFrame, stage: str, flat_gain: float) -> tuple[bool, float]:
