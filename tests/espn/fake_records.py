@@ -20,15 +20,16 @@ def _e2e(rng, emulated: str) -> pd.DataFrame:
            ("direct_prefetch", "0.50"): 0.03}
     rows = []
     for (k, b), v in med.items():
-        for rep in range(2):
+        for rep in range(2):   # one measured pass in each of two fresh processes of the step
             for q in range(20):
                 t = v * rng.lognormal(0, 0.05)
-                rows.append({"backend": k, "budget": b, "phase": "measured", "repeat": rep, "query_id": str(q),
-                             "total_s": t, "encode_s": 0.001, "ann_s": 0.004, "prefetch_wait_s": 0.0,
-                             "crit_read_s": t / 2, "rerank_s": t / 2 - 0.005, "status": "ok", "reason": "",
-                             "source": "measured", "ssd": "native", "ssd_read_iops": np.nan,
-                             "cgroup_max_usage_bytes": 20e6 if b != "unlimited" else np.nan, "machine_busy": False,
-                             "budget_bound": b != "unlimited", "failcnt_pass": 5 if b != "unlimited" else np.nan,
+                bound = b != "unlimited" and k == "mmap"   # the O_DIRECT back ends' caps do not bind
+                rows.append({"backend": k, "budget": b, "phase": "measured", "repeat": 0, "process": rep,
+                             "query_id": str(q), "total_s": t, "encode_s": 0.001, "ann_s": 0.004,
+                             "prefetch_wait_s": 0.0, "crit_read_s": t / 2, "rerank_s": t / 2 - 0.005, "status": "ok",
+                             "reason": "", "source": "measured", "ssd": "native", "ssd_read_iops": np.nan,
+                             "cgroup_max_usage_bytes": 20e6 + 0.1e6 * rep if b != "unlimited" else np.nan,
+                             "machine_busy": False, "budget_bound": bound, "failcnt_pass": 5 if bound else 0,
                              "disk_name": "vda", "disk_model": "no model reported (virtio_blk)",
                              "disk_rotational": True, "disk_queue_depth": 256, "disk_qd1_iops": 27000.0,
                              "disk_qd32_iops": 120000.0, "threads": f"threads of {k}"})
@@ -43,12 +44,26 @@ def _e2e(rng, emulated: str) -> pd.DataFrame:
             continue
         for q in range(40):  # direct and direct+prefetch overlap widely: a ratio within noise
             t = {"mmap": 0.4, "direct": 0.05, "direct_prefetch": 0.05}[k] * rng.uniform(0.5, 1.5)
-            rows.append({**base, "repeat": q // 20, "query_id": str(q % 20), "total_s": t, "encode_s": 0.001,
-                         "ann_s": 0.004, "prefetch_wait_s": 0.0, "crit_read_s": t / 2, "rerank_s": t / 2 - 0.005,
-                         "status": "ok", "reason": "", "source": "emulated"})
+            rows.append({**base, "repeat": 0, "process": q // 20, "query_id": str(q % 20), "total_s": t,
+                         "encode_s": 0.001, "ann_s": 0.004, "prefetch_wait_s": 0.0, "crit_read_s": t / 2,
+                         "rerank_s": t / 2 - 0.005, "status": "ok", "reason": "", "source": "emulated",
+                         "budget_bound": k == "mmap"})
+    rows += probe_rows(rng, "native", 27000.0, 135000.0, "measured")
+    if emulated == "ok":
+        rows += [{**r, "ssd_emulation": "fuse-latency", "ssd_latency_us": 100.0, "ssd_threads": 32}
+                 for r in probe_rows(rng, "emulated", 4000.0, 60000.0, "emulated")]
     rows.append({"backend": "vm_swap", "budget": "0.50", "phase": "measured", "status": "not_run",
                  "reason": "no swap space on this machine", "source": "not_run", "ssd": "native", "machine_busy": False})
     return pd.DataFrame(rows)
+
+
+def probe_rows(rng, ssd: str, qd1: float, qd32: float, source: str, pairs: int = 10, processes: int = 2,
+               busy: bool = False) -> list[dict]:
+    """QD1/QD32 probe pairs (phase probe) as the e2e step writes them, spread over ``processes``."""
+    return [{"backend": "probe", "phase": "probe", "status": "ok", "reason": "", "ssd": ssd, "source": source,
+             "probe_point": f"p{j}", "probe_pair": j, "process": j % processes, "machine_busy": busy,
+             "probe_qd1_iops": qd1 * rng.lognormal(0, 0.05), "probe_qd32_iops": qd32 * rng.lognormal(0, 0.05)}
+            for j in range(pairs)]
 
 
 def _batch(rng) -> pd.DataFrame:

@@ -91,6 +91,14 @@ class E2E:
     def totals(self, ssd, backend, budget) -> np.ndarray:
         return self.rows(ssd, backend, budget).total_s.to_numpy()
 
+    def probes(self, ssd) -> pd.DataFrame:
+        """The QD1/QD32 probe pairs (``phase = probe``) measured on device ``ssd`` (none in older records)."""
+        a = self.all
+        if "probe_qd1_iops" not in a:
+            return a.iloc[:0]
+        p = a[(a.phase == "probe") & (a.ssd == ssd) & (a.status == "ok")]
+        return p.dropna(subset=["probe_qd1_iops", "probe_qd32_iops"])
+
     def half(self, ssd) -> str | None:
         """The budget nearest half the table (the table at 2x its memory) run with mmap on ``ssd``."""
         b = [x for x in self.ok[(self.ok.ssd == ssd) & (self.ok.backend == "mmap")].budget.unique() if x != "unlimited"]

@@ -82,3 +82,4 @@ class Params:
     prefetch_chunk: int
     steady_tol: float
     steady_max_passes: int
+    e2e_second_stage: bool

@@ -5,7 +5,13 @@ steady state under it. The configurations, and the back ends inside each, run in
 their own per process of the step. The emulated slower SSD is a FUSE pass-through adding a per-read
 latency with the queue depth kept (:mod:`..system.fuse_ssd`; its QD1 and QD32 rates are measured on it),
 or a read-IOPS cap accepted only as a rated peak well above the disk's QD1 rate. The disk is named
-(model, rotational flag, queue depth, measured QD1 and QD32 rates) in records and provenance."""
+(model, rotational flag, queue depth, measured QD1 and QD32 rates) in records and provenance.
+
+The paper's premise that the SSD serves many reads at once (section 2.3) is measured on each device as
+interleaved QD1/QD32 probe pairs spread over the step (:func:`probe_pairs`): on the disk before every native
+configuration, on an emulated device before and after its configuration, in every process of the step. Each
+pair is a row with ``phase = probe`` (columns ``probe_qd1_iops``, ``probe_qd32_iops``, ``probe_point``), so
+the claims judge the premise from the records with an interval over the pairs, never from one reading."""
 from __future__ import annotations
 
 import json
@@ -13,8 +19,10 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ...core import records
@@ -47,12 +55,19 @@ METHOD = ("End-to-end latency per query (wall clock): live query encoding, ANN (
           "reads in flight, its measured ssd_qd1_iops and ssd_qd32_iops recorded; iops-cap = a cgroup read "
           "throttle at ssd_read_iops); their source is emulated and they are reported apart from the "
           "native rows. The disk: columns disk_* (model, rotational flag, queue depth, measured QD1 and "
-          "QD32 4 KiB O_DIRECT rates).")
+          "QD32 4 KiB O_DIRECT rates: medians of the step's first probe pairs). Rows with phase = probe are "
+          "QD1/QD32 probe pairs (probe_qd1_iops, probe_qd32_iops, probe_wall_s; the order within a pair alternating): "
+          "{dpairs} on the disk at the start and before each native configuration ({dreads} reads at QD1 / QD32), "
+          "{spairs} on an emulated device before and after its configuration (after one pair left out as its "
+          "warm-up), in every process of the step: the parallel-SSD premise (paper section 2.3) is judged "
+          "from them with an interval, never from one reading.")
 
 def _method(ctx: Context) -> str:
     p, procs = ctx.params, ctx.processes
     return METHOD.format(tol=p.steady_tol, maxp=max(p.steady_max_passes, p.warmup),
-                         repeats=ctx.shared_total(p.repeats), nq=p.e2e_queries, procs=procs)
+                         repeats=ctx.shared_total(p.repeats), nq=p.e2e_queries, procs=procs,
+                         dpairs=DISK_PROBE_PAIRS, dreads="/".join(map(str, DISK_PROBE_READS)),
+                         spairs=SSD_PROBE_PAIRS)
 
 
 # glibc in every e2e worker: two arenas, and fixed (not self-adjusting) thresholds high enough that the
@@ -133,12 +148,17 @@ def _latency_ssd(ctx, b: inputs.Build, budgets, kinds, mech) -> list[pd.DataFram
             continue
         with fuse_ssd.LatencyDevice(b.dir, lat * 1e-6, threads=e.threads, max_readahead=e.max_readahead) as dev:
             table = dev.path(b.table.name)
-            qd1 = fuse_ssd.measure_qd(table, 1, max(16, e.qd_reads // 4), seed=ctx.seed)
-            qd32 = fuse_ssd.measure_qd(table, 32, e.qd_reads, seed=ctx.seed + 1)
-            tag.update(ssd_qd1_iops=qd1["iops"], ssd_qd32_iops=qd32["iops"])
+            measure = (lambda qd, seed: fuse_ssd.measure_qd(
+                table, qd, max(16, e.qd_reads // 4) if qd == 1 else e.qd_reads, seed=seed)["iops"])
+            probe = {**tag, "ssd": "emulated", "source": "emulated"}
+            probe_pairs(measure, ctx, f"ssd{lat}-warm", 1, **probe)   # the device's first reads: left out
+            before = probe_pairs(measure, ctx, f"ssd{lat}-before", SSD_PROBE_PAIRS, **probe)
+            tag["ssd_qd1_iops"], tag["ssd_qd32_iops"] = _medians(before)
             for bud in _ordered(budgets, ctx, f"ssd{lat}"):
                 frames.append(spawn_worker(ctx, f"{bud['budget_frac']:.2f}", bud, kinds, mech,
                                            table_path=table, ssd=tag).assign(**tag))
+            after = probe_pairs(measure, ctx, f"ssd{lat}-after", SSD_PROBE_PAIRS, **probe)
+            frames.append(pd.DataFrame(before + after).assign(**tag))
     return frames
 
 
@@ -152,14 +172,56 @@ def _ordered(items: list, ctx: Context, what: str) -> list:
     return [items[i] for i in rng.permutation(len(items))]
 
 
-def disk(b: inputs.Build, seed: int) -> dict:
-    """The table's disk: what the OS reports and its measured QD1 and QD32 4 KiB O_DIRECT rates."""
-    info = slow_ssd.disk_info(b.table)
-    for qd, n in ((1, 1000), (32, 4000)):
+# QD1/QD32 probe pairs (the premise of section 2.3): 4 KiB random O_DIRECT reads per pair on the disk (our
+# reader) and on an emulated device (fuse_ssd.measure_qd: the emulated QD32 check reads qd_reads, QD1 a quarter)
+DISK_PROBE_READS = (500, 2000)   # QD1, QD32: ~0.1 s a pair on this VM's disk (QD1 ~15k, QD32 ~50k IOPS)
+DISK_PROBE_PAIRS = 2             # pairs before each native configuration, in each process of the step
+SSD_PROBE_PAIRS = 4              # pairs before and again after an emulated device's configuration
+
+
+def _pair_seed(ctx: Context, what: str, j: int) -> int:
+    import zlib
+
+    return int(zlib.crc32(f"{ctx.seed}/{ctx.process}/{what}/{j}".encode()))
+
+
+def probe_pairs(measure, ctx: Context, what: str, n: int, **tag) -> list[dict]:
+    """``n`` QD1/QD32 probe pairs, the order within a pair alternating (QD1 first, then QD32 first), so a
+    drift of the device during the step falls on both: one ``phase = probe`` row per pair. ``measure(qd,
+    seed)`` returns the IOPS; a pair that fails is left out (the claim says how many pairs there are)."""
+    rows = []
+    for j in range(n):
+        seed = _pair_seed(ctx, what, j)
+        t0 = time.perf_counter()
         try:
-            info[f"disk_qd{qd}_iops"] = backends.random_read_iops(b.table, n, qd, seed)[1]
+            got = {qd: measure(qd, seed + qd) for qd in ((1, 32) if j % 2 == 0 else (32, 1))}
         except (OSError, BackendUnavailable):
-            info[f"disk_qd{qd}_iops"] = None
+            continue
+        rows.append({"backend": "probe", "phase": "probe", "status": "ok", "reason": "", "probe_point": what,
+                     "probe_pair": j, "probe_qd1_iops": float(got[1]), "probe_qd32_iops": float(got[32]),
+                     "probe_wall_s": time.perf_counter() - t0, **tag})
+    return rows
+
+
+def _disk_probe(table):
+    n1, n32 = DISK_PROBE_READS
+    return lambda qd, seed: backends.random_read_iops(table, n1 if qd == 1 else n32, qd, seed)[1]
+
+
+def _medians(rows: list[dict]) -> tuple[float | None, float | None]:
+    if not rows:
+        return None, None
+    return (float(np.median([r["probe_qd1_iops"] for r in rows])),
+            float(np.median([r["probe_qd32_iops"] for r in rows])))
+
+
+def disk(b: inputs.Build, ctx: Context, probes: list[dict]) -> dict:
+    """The table's disk: what the OS reports and its QD1 and QD32 4 KiB O_DIRECT rates (the medians of the
+    probe pairs taken before anything else; ``probes`` gets them, tagged native and measured)."""
+    info = slow_ssd.disk_info(b.table)
+    first = probe_pairs(_disk_probe(b.table), ctx, "start", DISK_PROBE_PAIRS, ssd="native", source="measured")
+    probes += first
+    info["disk_qd1_iops"], info["disk_qd32_iops"] = _medians(first)
     return info
 
 
@@ -200,13 +262,37 @@ def spawn_worker(ctx: Context, label, budget, kinds, mech, blkio_iops: int | Non
                          for k in kinds])
 
 
-@step("e2e", needs=("build",), processes=True)
+def decided(rows: pd.DataFrame, params: Params) -> bool:
+    """Stage 1 of the two-stage design (:mod:`bench.core.sequential`), where the profile asks for one
+    (``e2e_second_stage``): are the rows judged over fresh worker processes (the prefetch target on each
+    device, the memory saved; :func:`bench.espn.claims.worker_rows`) already decided by their intervals at
+    the design's level (the rows carry ``stage``)? When not, a second stage of as many fresh processes runs."""
+    if not params.e2e_second_stage:
+        return True
+    from .. import claims
+    from ..analysis import E2E
+
+    m = rows[(rows.phase == "measured") & (rows.status == "ok")] if "budget_frac" in rows else rows.iloc[:0]
+    capped = m.dropna(subset=["budget_frac", "budget_embedding_bytes", "ann_index_bytes"]) if len(m) else m
+    if capped.empty:
+        return True
+    df = rows.copy()
+    df.attrs["provenance"] = {"build": {
+        "ann_index_bytes": float(capped.ann_index_bytes.max()),
+        "table_bytes": float((capped.budget_embedding_bytes / capped.budget_frac).median())}}
+    from ...core.claims import INCONCLUSIVE
+
+    return not any(c.verdict == INCONCLUSIVE for c in claims.worker_rows(E2E(df)))
+
+
+@step("e2e", needs=("build",), processes=True, decide=decided)
 def e2e(ctx: Context) -> Result:
     """The ``e2e`` step: the build (the workers read the query texts from the
     manifest the build names)."""
     b = inputs.start(ctx)
     params = ctx.params
-    d = disk(b, ctx.seed)
+    probes: list[dict] = []
+    d = disk(b, ctx, probes)
     _check_cap(params, d)
     stale = memory.remove_worker_cgroups()  # bench-* cgroups left by killed runs
     budgets = _budgets(b, params, params.memory_budgets, params.memory_budgets_mib)
@@ -214,7 +300,13 @@ def e2e(ctx: Context) -> Result:
     unavailable = _unavailable()
     kinds = [k for k in params.backends if k not in unavailable]
     configs = [("unlimited", None, ["memory"])] + [(f"{x['budget_frac']:.2f}", x, kinds) for x in budgets]
-    frames = [spawn_worker(ctx, label, x, ks, mech) for label, x, ks in _ordered(configs, ctx, "native") if ks]
+    frames = []
+    for label, x, ks in _ordered(configs, ctx, "native"):
+        if ks:
+            probes += probe_pairs(_disk_probe(b.table), ctx, f"before-{label}", DISK_PROBE_PAIRS, ssd="native",
+                                  source="measured")
+            frames.append(spawn_worker(ctx, label, x, ks, mech))
+    frames.append(pd.DataFrame(probes))
     frames += _emulated_ssd(ctx, b, unavailable, mech, d)
     for k in dict.fromkeys([*params.backends, *params.report_not_run]):
         if k in unavailable:
