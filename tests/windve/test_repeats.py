@@ -100,11 +100,13 @@ def test_quantile_interval_is_order_statistics_and_covers():
     assert claims.quantile_ci(a) == claims.quantile_ci(a.copy())   # no resampling: the same values, the same interval
 
 
-def _dispatch(us_profile, us_serving):
+def _dispatch(us_profile, us_serving, wall_factor: float = 1.0):
     prof = _prof(stress_spread=8)
     serv = synthetic.serving_df()
-    prof = pd.concat([prof, pd.DataFrame({"kind": "dispatch", "dispatch_us": us_profile})], ignore_index=True)
-    serv = pd.concat([serv, pd.DataFrame({"kind": "dispatch", "dispatch_us": us_serving})], ignore_index=True)
+    prof = pd.concat([prof, pd.DataFrame({"kind": "dispatch", "dispatch_cpu_us": us_profile,
+                                          "dispatch_us": us_profile * wall_factor})], ignore_index=True)
+    serv = pd.concat([serv, pd.DataFrame({"kind": "dispatch", "dispatch_cpu_us": us_serving,
+                                          "dispatch_us": us_serving * wall_factor})], ignore_index=True)
     return _rows(prof, serv).loc["dispatch-under-0.1ms"]
 
 
@@ -115,6 +117,8 @@ def test_dispatch_is_judged_in_every_service_process():
     slow = np.r_[fast[:2900], rng.uniform(250, 400, 100)]   # one process's p99 near 0.3 ms
     row = _dispatch(fast, slow)
     assert row.verdict == C.NOT_REPRODUCED and "serving" in row.reason
+    row = _dispatch(fast, fast[::-1], wall_factor=20.0)   # the wall tail (descheduled) is reported, not judged
+    assert row.verdict == C.REPRODUCED and "wall-time p99 beside it" in row.reason
 
 
 def test_service_share_resamples_processes_of_paired_ratios():

@@ -357,9 +357,11 @@ def test_each_answer_carries_its_own_dispatch_time(encoder):
         start = len(calls)
         got = _timed_waves(url, [(0.0, ["first"]), (0.05, ["second"])], ordered=True)
         with urllib.request.urlopen(url + "/admin/decisions") as r:   # every decision kept per request
-            kept = json.loads(r.read())["dispatch_us"]
+            both = json.loads(r.read())
+    kept = both["dispatch_us"]
+    assert len(both["dispatch_cpu_us"]) == len(kept) and all(c >= 0 for c in both["dispatch_cpu_us"])
     assert [st for _, st, _ in got] == [200, 200]
     own = sorted(float(h["x-dispatch-us"]) for _, _, h in got)
     assert own == [float(start + 1), float(start + 2)], own
     assert kept[-2:] == own and len(kept) == len(calls)
-    assert svc.decisions(clear=True) == kept and svc.decisions() == []
+    assert svc.decisions(clear=True)["dispatch_us"] == kept and svc.decisions()["dispatch_us"] == []

