@@ -53,6 +53,21 @@ def test_the_batch_sweep_doubles_until_the_gain_flattens():
     assert found["flattened"] and found["max_x"] == 64
     rows, found = sweep([1, 2, 4, 8], at(lambda x: x / 1e4), 1.0, rp)   # never saturates
     assert not found["flattened"] and found["stopped"] == "max_doublings reached" and found["max_x"] == 128
+    # a later fresh process measures the first one's batches, so every process has the same batches
+    rows, found = sweep([1, 2, 4, 8], at(lambda x: x / 1e4), 1.0, rp, fixed=[1, 2, 4, 8, 16, 32])
+    assert [r["x"] for r in rows] == [1, 2, 4, 8, 16, 32] and found["stopped"] == "the first process's range"
+    assert [r.get("extended", False) for r in rows] == [False] * 4 + [True] * 2 and not found["flattened"]
+
+
+def test_later_processes_read_the_first_ones_batches(tmp_path):
+    from types import SimpleNamespace
+
+    from bench.trinity.steps import roofline as R
+
+    ctx = SimpleNamespace(out=tmp_path / "roofline.parquet", process=1, processes=2)
+    assert R._plan(ctx) == {}   # none left: each process sweeps on its own
+    R.atomic.write_text(R._plan_path(ctx), '{"search": [1, 2, 4], "decode": [1, 2, 4, 8]}')
+    assert R._plan(ctx) == {"search": [1, 2, 4], "decode": [1, 2, 4, 8]}
 
 
 def _roof_records(knee_search: float, knee_other: float, proc_scale=(1.0, 1.0), runs: int = 3, seed: int = 0):

@@ -12,18 +12,21 @@ is doubled while the last doubling raised the median utilisation by more than ``
 stopped, so a knee is only claimed where the data show it.
 
 Run-to-run noise (issue 29): the step runs in fresh processes (the profile's ``processes``), each sweeping
-every stage with its share of the timed runs and its own peak; the claims' knee intervals resample the
+every stage with its share of the timed runs and its own peak (the first process's sweep sets the batches
+the others measure, so every process has the same batches); the claims' knee intervals resample the
 processes first, then the timed runs, and refit. (The two-stage design of :mod:`bench.core.sequential`
 is not used here: it tags rows with a ``stage`` column of 1/2, which these records already hold as the
 pipeline stage, search/prefill/decode.)"""
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ...core import measure
+from ...core import atomic, measure
 from ...core.errors import ConfigError
 from ...core.params import as_dict
 from ...core.step import Context, Result
@@ -85,16 +88,23 @@ def _flat(us: list[float], g: float) -> bool:
     return all(us[i] <= (1 + g) * max(us[:i]) for i in (len(us) - 1, len(us) - 2))
 
 
-def sweep(batches, at, peak: float, rp) -> tuple[list[dict], dict]:
+def sweep(batches, at, peak: float, rp, fixed=None) -> tuple[list[dict], dict]:
     """The listed batches, then doublings of the largest until the gain flattens (:func:`_flat`: the last
     two batches each within ``rp.flat_gain`` of the best before them), up to ``rp.max_doublings`` and
     ``rp.sweep_budget_s`` of added runs. Returns the rows (added batches marked ``extended``) and what the sweep found: whether the gain
-    flattened inside the range, the last gain, and why it stopped."""
+    flattened inside the range, the last gain, and why it stopped. ``fixed``: sweep exactly these batches
+    (the first process's range, so every fresh process measures the same batches)."""
     rows, us = [], []
-    for x in batches:
+    for x in (fixed or batches):
         r = at(x)
-        rows += r
+        rows += [{**row, "extended": True} for row in r] if x not in batches else r
         us.append((x, _u(r, peak)))
+    if fixed:
+        (x0, u0), (x1, u1) = us[-2], us[-1]
+        flat = _flat([u for _, u in us], rp.flat_gain)
+        return rows, {"flattened": flat, "last_gain": u1 / u0 - 1 if u0 > 0 else float("nan"), "from_x": x0,
+                      "to_x": x1, "added": len(fixed) - len(batches), "stopped": "the first process's range",
+                      "max_x": x1}
     added, spent = 0, 0.0
     while True:
         (x0, u0), (x1, u1) = us[-2] if len(us) > 1 else (None, float("nan")), us[-1]
@@ -159,12 +169,30 @@ def _all_rows(ctx: Context, v: inputs.Vectors, dev: str, peak: float) -> tuple[l
     ns, nl = ctx.share(rp.search_repeats), ctx.share(rp.lm_repeats)
     model = build_model(_lm_spec(rp.lm), 8, max_len=_lm_max_len(rp), seed=seed).to(dev)
     rows, found = [], {}
+    plan = _plan(ctx) if ctx.process > 0 else {}
     for stage, batches, at in (("search", rp.search_batches, lambda x: _search_at(p, v, seed, dev, x, ns)),
                                ("prefill", rp.prefill_batches, lambda x: _lm_at(p, seed, dev, model, "prefill", x, nl)),
                                ("decode", rp.decode_batches, lambda x: _lm_at(p, seed, dev, model, "decode", x, nl))):
-        r, found[stage] = sweep(batches, at, peak, rp)
+        r, found[stage] = sweep(batches, at, peak, rp, plan.get(stage))
         rows += r
+    if ctx.process == 0 and ctx.processes > 1:
+        atomic.write_text(_plan_path(ctx), json.dumps({s: sorted({int(r["x"]) for r in rows if r["stage"] == s})
+                                                       for s in found}))
     return rows, found
+
+
+def _plan_path(ctx: Context) -> Path:
+    """Where the first fresh process leaves the batches it swept, for the others to measure the same ones."""
+    out = Path(ctx.out)
+    return out.with_name(f".{out.name}.sweep.json")
+
+
+def _plan(ctx: Context) -> dict[str, list[int]]:
+    """The first process's swept batches per stage (empty when it left none: each process sweeps on its own)."""
+    try:
+        return {s: [int(x) for x in xs] for s, xs in json.loads(_plan_path(ctx).read_text()).items()}
+    except (OSError, ValueError):
+        return {}
 
 
 def _method(rp, threads: int, dev: str) -> str:
