@@ -44,8 +44,7 @@ def fig4(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
         ax.set(xlabel="concurrency C", ylabel="latency of the round's slowest query (s)",
                title=f"{name}\nα={f.alpha * 1e3:.1f} ms, β={f.beta * 1e3:.0f} ms, R²={f.r2:.3f}")
         ax.title.set_fontsize("small")
-    ax = axes[len(devs)]
-    ratios = analysis.fit_ratios(df)
+    ax, ratios = axes[len(devs)], analysis.fit_ratios(df)
     pairs = [p for _, p in devs[1:]]
     x = np.arange(len(pairs))
     for i, pair in enumerate(pairs):
