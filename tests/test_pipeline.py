@@ -28,8 +28,9 @@ def _snakemake(repo: Path, workdir: Path, *args: str, env: dict | None = None) -
 
 
 def _profile(repo: Path, tmp: Path, **extra) -> Path:
-    other = {p.stem: {"enabled": False} for p in (repo / "experiments" / "schema").glob("*.yaml")
-             if p.stem != "ivf_recall"}
+    from bench.core.config import section_names
+
+    other = {s: {"enabled": False} for s in section_names() if s != "ivf_recall"}
     cfg = {"profile": "micro", "seed": 7, "threads": 1,
            "datasets": {"syn": {"source": "synthetic/sift-like", "n_base": 3000, "n_query": 40, "gt_k": 10},
                         "mine": {"source": "user", "format": "u8bin", "base": "user/base.u8bin",
@@ -202,8 +203,9 @@ def test_every_shipped_profile_plans_every_study(repo, tmp_path, profile):
     r = _snakemake(repo, tmp_path, "-n", "--configfile", str(repo / "experiments" / f"{profile}.yaml"))
     assert r.returncode == 0, r.stderr[-2000:]
     cfg = yaml.safe_load((repo / "experiments" / f"{profile}.yaml").read_text())
-    studies = [p.stem for p in (repo / "experiments" / "schema").glob("*.yaml")
-               if (cfg.get(p.stem) or {}).get("enabled", True) and p.stem in cfg]
+    from bench.core.config import section_names
+
+    studies = [s for s in section_names() if (cfg.get(s) or {}).get("enabled", True) and s in cfg]
     assert studies and "claims_ledger" in r.stdout
     for study in studies:
         assert f"{study}_claims" in r.stdout and f"{study}_figures" in r.stdout, study

@@ -167,7 +167,28 @@ def study_jobs(study, jobs):
                              f"{list(s.optional)}); the rule gives {given}")
         j["verb"] = "build" if s.kind == "build" else "measure"
         j["processes"] = s.processes
+        if s.keys is not None:   # the job's params are the keys its step reads, no more
+            _check_keys(study, name, s.keys)
+            f = j["params"]
+            j["params"] = ((lambda wc, _f=f, _k=s.keys: select_keys(_f(wc), _k)) if callable(f)
+                           else select_keys(f, s.keys))
     STUDY_JOBS[study] = jobs
+
+
+def select_keys(section, keys):
+    from bench.core.params import select
+
+    return select(section, keys)
+
+
+def _check_keys(study, name, keys):
+    from bench.core.config import study_schema
+
+    known = set((study_schema(study) or {}).get("properties", {}))
+    unknown = [k for k in keys if k not in known]
+    if unknown:
+        raise ValueError(f"bench.{study} step {name} declares keys={list(keys)}, but {unknown} are not keys of "
+                         f"the {study} section (known: {', '.join(sorted(known))})")
 
 
 def inputs_arg(input, keys):

@@ -94,3 +94,22 @@ def test_studies_declaring_keys_have_no_schema_file_and_the_cli_prints_theirs():
     assert r.returncode == 0 and '"nprobe"' in r.stdout
     r = subprocess.run([sys.executable, "-m", "bench", "schema", "nope"], capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.startswith("bench: error: schema: no study section 'nope'")
+
+
+def test_a_step_gets_only_the_keys_it_declares_and_using_another_is_named():
+    import pickle
+
+    built = params.build(Section, _validate({"name": "x"}))
+    p = params.only(built, ("sizes", "inner"), "made_up step scan")
+    assert p.sizes == (1, 2) and p.inner.n == 4
+    for use in (lambda: int(p.name), lambda: list(p.per), lambda: p.enabled == 1, lambda: f"{p.name}",
+                lambda: p.per.get("d"), lambda: bool(p.enabled)):
+        with pytest.raises(RuntimeError, match="made_up step scan reads the profile key '(name|per|enabled)' "
+                                               "without declaring it"):
+            use()
+    again = pickle.loads(pickle.dumps(p))    # a step repeated in fresh processes gets the same view
+    with pytest.raises(RuntimeError, match="'name'"):
+        str(again.name)
+    assert set(params.as_dict(p)) == {"sizes", "inner"}, "provenance lists what the step was given"
+    assert params.only(built, None, "x") is built
+    assert params.select({"a": 1, "b": 2}, ("a",)) == {"a": 1} and params.select({"a": 1}, None) == {"a": 1}

@@ -114,9 +114,58 @@ def schema_mismatch(cls: type, schema: Mapping[str, Any], where: str = "") -> li
 def as_dict(obj: Any) -> Any:
     """A built ``Params`` back to plain JSON-able values (for provenance)."""
     if dataclasses.is_dataclass(obj):
-        return {f.name: as_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        return {f.name: as_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)
+                if not isinstance(getattr(obj, f.name), Unread)}
     if isinstance(obj, Mapping):
         return {k: as_dict(v) for k, v in obj.items()}
     if isinstance(obj, (tuple, list)):
         return [as_dict(v) for v in obj]
     return obj
+
+
+class Unread:
+    """A key withheld from a step that did not declare it (:func:`only`): any use of it is a bug of the
+    step's declaration, named as such (a value read silently would be one its job's params did not hold)."""
+
+    def __init__(self, key: str, where: str) -> None:
+        object.__setattr__(self, "_what", f"{where} reads the profile key {key!r} without declaring it in its "
+                                          f"step's keys=(...)")
+
+    def _fail(self, *a, **k):
+        raise RuntimeError(object.__getattribute__(self, "_what"))
+
+    def __getattr__(self, name):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        self._fail()
+
+    def __reduce__(self):
+        what = object.__getattribute__(self, "_what")
+        return (_unread_from, (what,))
+
+    def __repr__(self) -> str:
+        return "<unread>"
+
+    __bool__ = __int__ = __float__ = __index__ = __iter__ = __len__ = __getitem__ = __contains__ = _fail
+    __eq__ = __lt__ = __le__ = __gt__ = __ge__ = __add__ = __radd__ = __mul__ = __rmul__ = __hash__ = _fail
+    __sub__ = __rsub__ = __truediv__ = __rtruediv__ = __str__ = __format__ = _fail
+
+
+def _unread_from(what: str) -> Unread:
+    u = Unread.__new__(Unread)
+    object.__setattr__(u, "_what", what)
+    return u
+
+
+def only(obj: Any, keys: tuple[str, ...] | None, where: str) -> Any:
+    """``obj`` (a built ``Params``) with every top-level field outside ``keys`` replaced by :class:`Unread`
+    (``keys`` None: ``obj`` itself)."""
+    if keys is None:
+        return obj
+    withheld = {f.name: Unread(f.name, where) for f in dataclasses.fields(obj) if f.name not in keys}
+    return dataclasses.replace(obj, **withheld)
+
+
+def select(section: Mapping[str, Any], keys: tuple[str, ...] | None) -> dict:
+    """The part of a section a step reads (all of it where ``keys`` is None)."""
+    return dict(section) if keys is None else {k: section[k] for k in keys if k in section}

@@ -10,7 +10,8 @@ Everything the CLI, the rule files and the contract test need is read from it:
 - ``figures`` and ``claims``: the modules holding the figure registry and the claims (imported only
   when a figure or claims command runs, so a measurement job never imports matplotlib).
 
-Adding a step is one file in ``steps/`` plus its keys in the profile section (docs/adding-a-study.md).
+Adding a step is a module in ``steps/``, its keys on the typed parameters, its job in the study's rule file,
+and a figure, claim and test where it has them (docs/adding-a-study.md lists each place).
 """
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ class Step:
     kind: str = "measure"
     processes: bool = False   # splits its measured repeats over fresh processes (bench.core.step)
     decide: Callable | None = None   # (rows, params) -> the stage-1 interval clears (bench.core.sequential)
+    keys: tuple[str, ...] | None = None   # the section's keys the step reads (None: all of them)
 
     def __call__(self, ctx):
         return self.fn(ctx)
@@ -44,20 +46,24 @@ class Step:
 
 def step(name: str, *, needs: tuple[str, ...] = (), optional: tuple[str, ...] = (), writes: str | None = None,
          kind: str = "measure", processes: bool = False,
-         decide: Callable | None = None) -> Callable[[Callable], Callable]:
+         decide: Callable | None = None, keys: tuple[str, ...] | None = None) -> Callable[[Callable], Callable]:
     """Declare a step in its module: ``@step("recall", needs=("manifest", "index"), writes="recall")``.
     A need may be a glob (``index_*``) where a step reads one file per dataset. ``writes`` defaults to the
     step's name. ``processes=True``: the step can repeat cheaply, so it splits its measured repeats
     (``ctx.share(n)``) over the profile's ``processes`` fresh processes. ``decide``: a two-stage design
     (:mod:`bench.core.sequential`): ``decide(rows, params)`` says whether stage 1's interval clears the
-    claim's threshold; when not, a second stage of as many fresh processes runs."""
+    claim's threshold; when not, a second stage of as many fresh processes runs. ``keys``: the top-level keys
+    of the study's profile section the step reads; its job is given only those (so adding or changing
+    another key reruns only the steps that read it), and any other key is withheld from it at run time
+    (:func:`bench.core.params.only`: using one is a bug, named). ``None``: the whole section."""
     if kind not in ("measure", "build"):
         raise ValueError(f"step {name}: kind must be measure or build, not {kind!r}")
 
     def mark(fn: Callable) -> Callable:
         if processes and kind != "measure":
             raise ValueError(f"step {name}: only a measurement step repeats across processes")
-        fn.step = Step(name, fn, tuple(needs), tuple(optional), writes or name, kind, processes, decide)
+        fn.step = Step(name, fn, tuple(needs), tuple(optional), writes or name, kind, processes, decide,
+                       None if keys is None else tuple(keys))
         fn.reads, fn.optional_reads = tuple(needs), tuple(optional)   # what bench.core.doors checks
         return fn
     return mark

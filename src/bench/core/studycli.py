@@ -134,9 +134,10 @@ def _context(study, a: argparse.Namespace, suffix: str | None) -> step.Context:
     s = study.steps[a.step]
     verb = f"{'build' if s.kind == 'build' else 'measure'} {a.step}"
     a = _checked(study.name, verb, a, (s.needs, s.optional), suffix)
-    return step.Context(study=study.name, step=a.step, params=typed.build(study.params, a.params, study.name),
+    built = typed.only(typed.build(study.params, a.params, study.name), s.keys, f"{study.name} step {a.step}")
+    return step.Context(study=study.name, step=a.step, params=built,
                         profile=a.profile, seed=a.seed, threads=a.threads, out=Path(a.out),
-                        inputs=pairs(a.input, "--input"), dataset=a.dataset, section=a.params,
+                        inputs=pairs(a.input, "--input"), dataset=a.dataset, section=typed.select(a.params, s.keys),
                         processes=getattr(a, "processes", 1))
 
 

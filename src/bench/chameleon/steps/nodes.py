@@ -141,7 +141,8 @@ def _with_nodes(idx, q: Probed, p: Params, dataset: str, n: int) -> list[dict]:
     return rows
 
 
-@step("nodes", needs=("manifest", "index"))
+@step("nodes", needs=("manifest", "index"),
+      keys=("pq_m", "nlist", "nprobe", "k", "batch_sizes", "warmup_batches", "n_batches", "nodes"))
 def nodes(ctx: Context) -> Result:
     p: Params = ctx.params
     ds, idx = load(ctx)

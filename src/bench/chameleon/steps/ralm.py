@@ -125,7 +125,8 @@ def _corpus_info(corpus: Corpus, p: Params) -> dict:
             "nlist": int(ivf.nlist), "nprobe": p.nprobe}
 
 
-@step("ralm", needs=("manifest_*", "index_*"))
+@step("ralm", needs=("manifest_*", "index_*"),
+      keys=("datasets", "pq_m", "nlist", "nprobe", "k", "configs", "fpga", "ralm"))
 def ralm(ctx: Context) -> Result:
     rp = ctx.params.ralm
     loaded = _load_sizes(ctx)

@@ -71,7 +71,8 @@ def decided(rows: pd.DataFrame, params) -> bool:
     return (sequential.clears(SCAN_RATIO_MAX, "<=")(lo, hi) and sequential.clears(GBPS_MIN)(glo, ghi))
 
 
-@step("scan", needs=("manifest", "index"), processes=True, decide=decided)
+@step("scan", needs=("manifest", "index"), processes=True, decide=decided,
+      keys=("pq_m", "nlist", "nprobe", "k", "scan"))
 def scan(ctx: Context) -> Result:
     """Torch PQ scan vs faiss scan of the same lists, on ``scan.threads`` threads (1 = per core)."""
     import torch

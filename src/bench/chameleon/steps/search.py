@@ -86,7 +86,9 @@ def _method(host) -> str:
             f"without it.")
 
 
-@step("search", needs=("manifest", "index"))
+@step("search", needs=("manifest", "index"), keys=(
+    "pq_m", "nlist", "nprobe", "k", "configs", "batch_sizes", "warmup_batches", "n_batches", "throughput_runs", "fpga",
+    "energy"))
 def search(ctx: Context) -> Result:
     """Figure 9: latency per batch size and configuration; recall@K; throughput (all queries in one batch)."""
     p: Params = ctx.params

@@ -7,7 +7,7 @@ from ...core.study import step
 from ...data import prepared
 
 
-@step("index", needs=("manifest",), kind="build")
+@step("index", needs=("manifest",), kind="build", keys=("index",))
 def index(ctx: Context) -> None:
     ds = prepared.load_vectors(ctx.input("manifest"))
     p = ctx.params.index

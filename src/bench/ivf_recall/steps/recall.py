@@ -50,7 +50,7 @@ def _summary(df: pd.DataFrame) -> pd.DataFrame:
     return summary.merge(rec.reset_index(), on=["dataset", "nprobe"])
 
 
-@step("recall", needs=("manifest", "index"), writes="recall")
+@step("recall", needs=("manifest", "index"), writes="recall", keys=("index", "nprobe", "k", "repeats", "warmup"))
 def recall(ctx: Context) -> Result:
     p: Params = ctx.params
     ds = prepared.load_vectors(ctx.input("manifest"))
