@@ -144,3 +144,18 @@ def test_service_share_resamples_processes_of_paired_ratios():
     serv2 = pd.concat([serv[serv.kind != "overhead"], oh("serving", 0.86)], ignore_index=True)
     row = _rows(prof, serv2).loc["target-service-90pct"]   # the processes disagree: the interval holds both
     assert row.verdict == C.INCONCLUSIVE and row.ci_low < 0.9 < row.ci_high
+
+
+def test_residual_margin_is_numpys_quantile_of_the_window():
+    """The deadline admission's margin, read by index from a sorted copy (cheap on the decision path), is
+    numpy's quantile of the residuals within the horizon and the deque's length."""
+    from bench.windve.system.admission import Residuals
+
+    r, rng, seen, now = Residuals(horizon_s=2.0, maxlen=300), np.random.default_rng(4), [], 0.0
+    for _ in range(2000):
+        now += 0.02 * rng.random()
+        x = float(rng.normal())
+        r.add(now, now - x)
+        seen.append((now, x))
+        window = [v for t, v in seen[-300:] if t >= now - 2.0]
+        assert r.margin(now=now) == pytest.approx(max(0.0, float(np.quantile(window, 0.95))), abs=1e-12)

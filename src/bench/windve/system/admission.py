@@ -20,6 +20,7 @@ prediction must leave below the SLO.
 """
 from __future__ import annotations
 
+import bisect
 import collections
 import dataclasses
 from typing import Callable
@@ -115,31 +116,43 @@ class LawTracker:
 
 class Residuals:
     """Answered minus predicted completion of a device's requests of the last ``horizon_s`` seconds;
-    :meth:`margin` is their ``q`` quantile (>= 0, at most ``cap`` seconds), 0 with none that recent."""
+    :meth:`margin` is their ``q`` quantile (>= 0, at most ``cap`` seconds; linear interpolation, as
+    ``numpy.quantile``), 0 with none that recent. The residuals are also kept sorted (an insertion and a
+    removal each, by bisection), so the admission path reads the quantile by index instead of sorting the
+    window on each ask (that cost 0.3 ms of CPU with a full window, in the queue manager's decision)."""
 
     def __init__(self, horizon_s: float = 10.0, q: float = 0.95, maxlen: int = 4096):
         self.values: collections.deque[tuple[float, float]] = collections.deque(maxlen=maxlen)   # (when, residual)
         self.horizon_s, self.q = horizon_s, q
-        self._margin, self._at = 0.0, float("-inf")
+        self._sorted: list[float] = []
 
     def add(self, answered: float, predicted: float) -> None:
-        self.values.append((answered, answered - predicted))
-        self._at = float("-inf")   # recompute on the next ask
+        if len(self.values) == self.values.maxlen:   # the deque drops its oldest: so does the sorted copy
+            self._drop(self.values[0][1])
+        r = answered - predicted
+        self.values.append((answered, r))
+        bisect.insort(self._sorted, r)
+
+    def _drop(self, r: float) -> None:
+        del self._sorted[bisect.bisect_left(self._sorted, r)]
 
     def margin(self, cap: float = float("inf"), now: float | None = None) -> float:
         import time
 
-        import numpy as np
-
         now = time.perf_counter() if now is None else now
-        if now - self._at > 0.05:   # at most every 50 ms: cheap on the admission path
-            while self.values and self.values[0][0] < now - self.horizon_s:
-                self.values.popleft()
-            self._margin = (max(0.0, float(np.quantile([r for _, r in self.values], self.q))) if self.values
-                            else 0.0)
-            self._at = now
-        return min(self._margin, cap)
+        while self.values and self.values[0][0] < now - self.horizon_s:
+            self._drop(self.values.popleft()[1])
+        return min(max(0.0, self._quantile()), cap)
+
+    def _quantile(self) -> float:
+        n = len(self._sorted)
+        if not n:
+            return 0.0
+        pos = self.q * (n - 1)
+        lo = int(pos)
+        hi = min(lo + 1, n - 1)
+        return self._sorted[lo] + (self._sorted[hi] - self._sorted[lo]) * (pos - lo)
 
     def reset(self) -> None:
         self.values.clear()
-        self._margin, self._at = 0.0, float("-inf")
+        self._sorted.clear()
