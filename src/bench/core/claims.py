@@ -153,7 +153,8 @@ class Config:
 
 @dataclasses.dataclass(frozen=True)
 class Premise:
-    """A condition the paper states its claim under, checked from our records. ``holds`` None: not measured.
+    """A condition the paper states its claim under, checked from our records. ``holds`` None: not measured,
+    or measured without deciding (its interval straddles the bar; the evidence says which).
     ``kind``: ``scale`` (a failed one gives "out of reach at this scale") or ``hardware`` ("needs hardware
     we lack"). ``row``: the ledger row (claim id) or record that measures it."""
 
@@ -164,7 +165,7 @@ class Premise:
     row: str = ""
 
     def text(self) -> str:
-        state = "holds" if self.holds else "not measured" if self.holds is None else "fails"
+        state = "holds" if self.holds else "undecided" if self.holds is None else "fails"
         cite = f" (see {self.row})" if self.row else ""
         return f"premise '{self.name}' {state}: {self.evidence}{cite}" if self.evidence else \
             f"premise '{self.name}' {state}{cite}"
@@ -353,7 +354,8 @@ def _decide(claim_id, ours, lo, hi, threshold, direction, band_high, source, mac
         return v, f"{v}: the paper states the claim under {', '.join(repr(p.name) for p in failed)}, which fails here"
     unknown = [p for p in premises if p.holds is None]
     if unknown:
-        return INCONCLUSIVE, f"{INCONCLUSIVE}: premise {', '.join(repr(p.name) for p in unknown)} not measured"
+        return INCONCLUSIVE, (f"{INCONCLUSIVE}: premise {', '.join(repr(p.name) for p in unknown)} undecided "
+                              f"(not measured, or its interval straddles its bar)")
     if search is not None and not search.bracketed:
         return INCONCLUSIVE, f"{INCONCLUSIVE}: the search did not converge ({search.text()})"
     if observed is not None:
