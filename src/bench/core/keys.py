@@ -11,8 +11,9 @@ editors) is generated from those declarations by :func:`section_schema`; no hand
 
 A field's JSON Schema comes from its hint: ``bool`` boolean, ``int`` integer, ``float`` number, ``str``
 string, ``Literal[...]`` enum, ``tuple[X, ...]`` array of X, ``dict[str, X]`` object of X, a dataclass a
-nested section (``additionalProperties: false``), ``X | None`` X or, where the default is None, null too;
-``Any`` anything. ``key``'s keywords add JSON Schema keywords in snake_case (``min_items``,
+nested section (``additionalProperties: false``), ``X | None`` X or, where the default or an enum value is
+None, null too;
+``Any`` anything (``nullable=True`` allows null without a None default). ``key``'s keywords add JSON Schema keywords in snake_case (``min_items``,
 ``exclusive_minimum``, ``items={...}`` merged into the element's schema). A field without a default is
 required unless its hint is optional. The value itself is stored in the field's metadata only, so fields
 never need ordering and mutable defaults (lists, mappings) are safe.
@@ -88,7 +89,9 @@ def type_schema(hint: Any, nullable: bool = False) -> dict:
 
 def field_schema(f: dataclasses.Field, hint: Any) -> dict:
     meta = dict(f.metadata.get("key", {}))
-    nullable = _split_optional(hint)[1] and meta.get("default", _MISSING) is None
+    explicit = meta.pop("nullable", None)
+    allows_none = meta.get("default", _MISSING) is None or None in meta.get("enum", ())
+    nullable = _split_optional(hint)[1] and (allows_none if explicit is None else bool(explicit))
     out = type_schema(hint, nullable)
     items = meta.pop("items", None)
     if items is not None:
