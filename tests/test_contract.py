@@ -104,7 +104,7 @@ def test_study_has_every_part(study):
         assert f'"{name}": job(' in text, f"{study}.smk gives no job for step {name}"
     from bench.core import config
 
-    assert config.declared_params(study) is not None or (REPO / "experiments" / "schema" / f"{study}.yaml").is_file()
+    assert config.declared_params(study) is not None, "params.py declares every key with bench.core.keys.key"
     for prof in ("tiny", "small", "paper"):
         assert study in yaml.safe_load((REPO / "experiments" / f"{prof}.yaml").read_text()), f"{prof}.yaml"
     assert (REPO / "tests" / study).is_dir()
@@ -112,24 +112,17 @@ def test_study_has_every_part(study):
 
 
 @pytest.mark.parametrize("study", STUDIES)
-def test_params_match_the_schema(study):
-    from bench.core import params
-
+def test_params_are_declared_once(study):
+    """One source: every key declared on the typed parameters (bench.core.keys.key); the section's schema
+    generated from them, no schema file beside them, the defaults alone build a Params."""
     from bench.core import config, keys
 
     st = importlib.import_module(f"bench.{study}").STUDY
     assert dataclasses.is_dataclass(st.params) and st.params.__dataclass_params__.frozen
-    if keys.declares_keys(st.params):   # one source: the typed parameters; no schema file beside them
-        assert not (REPO / "experiments" / "schema" / f"{study}.yaml").exists(), "the schema is generated"
-        assert config.study_schema(study)["properties"].keys() == {f.name for f in dataclasses.fields(st.params)}
-        st.parameters({})
-        return
-    schema = yaml.safe_load((REPO / "experiments" / "schema" / f"{study}.yaml").read_text())
-    assert params.schema_mismatch(st.params, schema) == []
-    no_default = [f.name for f in dataclasses.fields(st.params) if f.default is not dataclasses.MISSING
-                  or f.default_factory is not dataclasses.MISSING]
-    assert not no_default, f"defaults live in the schema only: {no_default}"
-    st.parameters({})   # the schema's defaults alone build a Params
+    assert keys.declares_keys(st.params), "every field of Params is declared with key(...)"
+    assert not (REPO / "experiments" / "schema" / f"{study}.yaml").exists(), "the schema is generated"
+    assert config.study_schema(study)["properties"].keys() == {f.name for f in dataclasses.fields(st.params)}
+    st.parameters({})
 
 
 @pytest.mark.parametrize("study", STUDIES)

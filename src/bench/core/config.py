@@ -1,8 +1,7 @@
 """Profiles (experiments/<profile>.yaml) and their JSON Schema validation.
 
 The top-level schema is ``experiments/schema.yaml``; each study's section is validated by the schema
-generated from its typed parameters (:mod:`bench.core.keys`), or, for a study not yet declaring its keys,
-by ``experiments/schema/<study>.yaml``. Validation fills defaults and names the failing key; an unknown
+generated from its typed parameters (:mod:`bench.core.keys`). Validation fills defaults and names the failing key; an unknown
 key or a wrong type fails before any rule runs (the Snakefile calls :func:`validate_profile`).
 """
 from __future__ import annotations
@@ -106,7 +105,7 @@ def _coerce(value: Any, schema: Mapping, root: Mapping | None = None) -> Any:
 
 def declared_params(study: str) -> type | None:
     """The study's ``Params`` where it declares its keys with :func:`bench.core.keys.key` (the one source
-    of the section's schema), else None (the study keeps ``experiments/schema/<study>.yaml``)."""
+    of the section's schema), else None."""
     import importlib
 
     from . import keys
@@ -124,30 +123,26 @@ def _section_description(cls: type) -> str:
 
 
 def study_schema(study: str) -> dict | None:
-    """A study section's JSON Schema: generated from its typed parameters, or its schema file."""
+    """A study section's JSON Schema, generated from its typed parameters (None: no such study)."""
     from . import keys
 
     cls = declared_params(study)
-    if cls is not None:
-        return keys.study_section_schema(cls, _section_description(cls))
-    path = experiments_dir() / "schema" / f"{study}.yaml"
-    return _load_yaml(path) if path.exists() else None
+    return None if cls is None else keys.study_section_schema(cls, _section_description(cls))
 
 
 def section_names() -> list[str]:
-    """The study sections a profile may hold: every study declaring its keys, and every schema file."""
+    """The study sections a profile may hold: every study declaring its keys."""
     from .study import study_names
 
-    files = {p.stem for p in (experiments_dir() / "schema").glob("*.yaml")}
-    return sorted(files | {s for s in study_names() if declared_params(s) is not None})
+    return sorted(s for s in study_names() if declared_params(s) is not None)
 
 
 def validate_section(study: str, section: Any) -> dict:
     """Validate (and fill defaults of) one study's section of a profile."""
     schema = study_schema(study)
     if schema is None:
-        raise ConfigError(f"unknown config section '{study}': no study declares its keys and there is no "
-                          f"schema experiments/schema/{study}.yaml")
+        raise ConfigError(f"unknown config section '{study}': no study of that name declares its keys "
+                          f"(bench.core.keys) in src/bench/{study}/params.py")
     section = {} if section is None else _coerce(copy.deepcopy(section), schema)
     _validate(section, schema, study)
     return section

@@ -2,10 +2,8 @@
 
 A study's ``params.py`` declares ``Params`` (and nested sections) as frozen dataclasses, one field per key
 of its profile section, each with its type hint and a :func:`bench.core.keys.key` holding its default,
-bounds and description: the one source the section's JSON Schema is generated from (a study not yet
-converted keeps ``experiments/schema/<study>.yaml``, held to its dataclass by :func:`schema_mismatch`). The
-validation (:mod:`bench.core.config`) fills the defaults, then :func:`build` turns the section into the
-dataclass.
+bounds and description: the one source the section's JSON Schema is generated from. The validation
+(:mod:`bench.core.config`) fills the defaults, then :func:`build` turns the section into the dataclass.
 A field's type hint says how its value is built:
 
 - a dataclass: the nested section;
@@ -13,9 +11,6 @@ A field's type hint says how its value is built:
 - ``tuple[X, ...]``: the list as a tuple (of built ``X`` where ``X`` is a dataclass);
 - ``X | None``: ``None`` where the key is absent (a schema key without a default);
 - anything else: the value as validated.
-
-:func:`schema_mismatch` lists the keys the schema and the dataclass disagree on; the contract test
-holds every study to none.
 """
 from __future__ import annotations
 
@@ -87,28 +82,6 @@ def build(cls: type, section: Mapping[str, Any], where: str | None = None) -> An
             continue
         kwargs[f.name] = _value(hint, section[f.name], f"{where}.{f.name}")
     return cls(**kwargs)
-
-
-def schema_mismatch(cls: type, schema: Mapping[str, Any], where: str = "") -> list[str]:
-    """Keys the schema section and the dataclass disagree on (recursing into nested sections)."""
-    props = schema.get("properties", {})
-    fields = {f.name for f in dataclasses.fields(cls)}
-    out = [f"{where}{k}: in the schema, not in {cls.__name__}" for k in sorted(set(props) - fields)]
-    out += [f"{where}{k}: in {cls.__name__}, not in the schema" for k in sorted(fields - set(props))]
-    hints = _hints(cls)
-    for name in sorted(fields & set(props)):
-        hint = _optional(hints[name]) or hints[name]
-        sub = props[name]
-        if dataclasses.is_dataclass(hint):
-            out += schema_mismatch(hint, sub, f"{where}{name}.")
-        elif typing.get_origin(hint) is dict and dataclasses.is_dataclass(typing.get_args(hint)[-1]):
-            item = sub.get("additionalProperties")
-            if isinstance(item, dict):
-                out += schema_mismatch(typing.get_args(hint)[-1], item, f"{where}{name}.*.")
-        elif (typing.get_origin(hint) is tuple and typing.get_args(hint)
-              and dataclasses.is_dataclass(typing.get_args(hint)[0])):
-            out += schema_mismatch(typing.get_args(hint)[0], sub.get("items", {}), f"{where}{name}[].")
-    return out
 
 
 def as_dict(obj: Any) -> Any:

