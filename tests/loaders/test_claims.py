@@ -88,3 +88,14 @@ def test_ddp_dp_two_stage_design(tmp_path):
     assert A.in_design(two, "indexed/ddp/2", "indexed/dp/2") and not A.in_design(two, "indexed/ddp/1")
     assert not A.in_design(df, "indexed/ddp/2")   # records without a stage column: no design
     assert "two-stage" not in rows["in-memory-not-faster"].interval
+
+
+def test_a_loader_measured_in_too_few_rounds_decides_nothing():
+    from bench.core import claims as C
+    from bench.loaders import claims as L
+
+    two = L._enough_rounds(C.Config("in-memory", 0.70, (0.56, 0.82)), 2)
+    assert two.ci == (None, None) and two.ours == 0.70 and "2 rounds: too few" in two.name
+    assert C.over_all([two, C.Config("indexed", 0.95, (0.8, 1.1))], 1.0)[0] == C.INCONCLUSIVE
+    four = C.Config("in-memory", 0.70, (0.56, 0.82))
+    assert L._enough_rounds(four, 4) is four and C.over_all([four], 1.0)[0] == C.NOT_REPRODUCED

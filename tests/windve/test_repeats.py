@@ -110,13 +110,16 @@ def _dispatch(us_profile, us_serving, wall_factor: float = 1.0):
     return _rows(prof, serv).loc["dispatch-under-0.1ms"]
 
 
-def test_dispatch_is_judged_in_every_service_process():
+def test_dispatch_interval_holds_every_service_process():
+    """The fresh service processes' p99s differ by more than one process's interval (quiet tiny runs:
+    0.089-0.119 ms), so the interval is the hull of theirs: a verdict only where all of them agree."""
     rng = np.random.default_rng(2)
     fast = rng.uniform(5, 40, 3000)
     assert _dispatch(fast, fast[::-1]).verdict == C.REPRODUCED
     slow = np.r_[fast[:2900], rng.uniform(250, 400, 100)]   # one process's p99 near 0.3 ms
     row = _dispatch(fast, slow)
-    assert row.verdict == C.NOT_REPRODUCED and "serving" in row.reason
+    assert row.verdict == C.INCONCLUSIVE and row.ci_low < 0.1 < row.ci_high and "serving" in row.reason
+    assert _dispatch(slow, slow[::-1]).verdict == C.NOT_REPRODUCED
     row = _dispatch(fast, fast[::-1], wall_factor=20.0)   # the wall tail (descheduled) is reported, not judged
     assert row.verdict == C.REPRODUCED and "wall-time p99 beside it" in row.reason
 

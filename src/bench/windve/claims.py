@@ -404,8 +404,8 @@ def quantile_ci(values, q: float = 0.99, level: float = 0.95) -> tuple[float, fl
 
 def _dispatch(b: Builder, ov: pd.DataFrame) -> None:
     """dispatch-under-0.1ms: every request's Algorithm 1 decision, recorded per request by each step's service
-    process (``dispatch`` rows); the p99 of each process with its order-statistic interval, the claim judged
-    over every process (each fresh service process must keep it). The quantity is the manager's cost: the
+    process (``dispatch`` rows); the p99 over all of them, its interval the hull of each fresh process's
+    order-statistic interval (run-to-run noise: the processes' p99s differ by more than one process's interval). The quantity is the manager's cost: the
     event loop thread's CPU time in the decision (``dispatch_cpu_us``). Its wall time is reported beside it:
     on 2 cores the event loop shares a core with the load generator and the CPU instance, so the wall time's
     tail is the time the thread was descheduled, which moves with the machine's load, not with the manager.
@@ -424,17 +424,20 @@ def _dispatch(b: Builder, ov: pd.DataFrame) -> None:
         return
     d = pd.concat(parts, ignore_index=True)
     col = "dispatch_cpu_us" if "dispatch_cpu_us" in d and d.dispatch_cpu_us.notna().any() else "dispatch_us"
-    configs = [claims.Config.of(f"the {pr} step's service ({len(g)} requests)", quantile_ci(g[col].dropna() / 1000.0),
-                                busy=_step_busy(b, pr)) for pr, g in d.groupby("service_process")]
+    per = {pr: quantile_ci(g[col].dropna() / 1000.0) for pr, g in d.groupby("service_process")}
+    each = "; ".join(f"{pr} {e:.3g} ms [{lo:.3g}, {hi:.3g}]" for pr, (e, lo, hi) in per.items())
     wall = "; ".join(f"{pr} {_p99_words(g.dispatch_us)}" for pr, g in d.groupby("service_process"))
     what = ("the event loop thread's CPU time in each decision (the manager's own work)" if col == "dispatch_cpu_us"
             else "the wall time of each decision")
-    b.add("dispatch-under-0.1ms", text, "< 0.1 ms", configs=configs, threshold=PV.DISPATCH_MS, direction="<=",
-          unit="ms (p99)", source="measured",
-          interval="each process's distribution-free order-statistic 95% interval of its p99",
+    b.add("dispatch-under-0.1ms", text, "< 0.1 ms", ours=quantile_ci(d[col].dropna() / 1000.0)[0],
+          ci=(min(v[1] for v in per.values()), max(v[2] for v in per.values())), threshold=PV.DISPATCH_MS,
+          direction="<=", unit="ms (p99)", source="measured", machine_busy=any(_step_busy(b, pr) for pr in per),
+          interval=f"run-to-run: the hull of the {len(per)} fresh service processes' order-statistic 95% intervals "
+                   "of their p99 (the processes' p99s differ by more than each one's interval: the tail moves from "
+                   "process to process, so no one process's interval is the claim's)",
           reason=f"Algorithm 1's own decision (the deadline prediction included), recorded by the service for every "
-                 f"request it decided, {len(d)} in {len(configs)} fresh service processes; p99 per process of "
-                 f"{what}"
+                 f"request it decided, {len(d)} in {len(per)} fresh service processes; the p99 of {what} over all "
+                 f"of them, each process's beside it: {each}"
                  + (f"; wall-time p99 beside it (not judged: on 2 cores the event loop shares a core with the load "
                     f"generator and the CPU instance, so the wall tail is time descheduled): {wall}"
                     if col == "dispatch_cpu_us" else ""))
