@@ -52,4 +52,5 @@ def iops(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
                f"same job, 4 KiB random reads; median of {n} repeats, bars min-max. A row marked 'not run' says why "
                "(e.g. fio not installed); the table beside the figure carries the same reason. "
                + _disk(df))
-    return plotting.save(fig, out_png, caption) + S.table(g, out_png)
+    words = {"not_run": "not run"}   # the table a reader sees says it in words, as the figure does
+    return plotting.save(fig, out_png, caption) + S.table(g.replace({"source": words, "status": words}), out_png)
