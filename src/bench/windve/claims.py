@@ -45,10 +45,19 @@ class Builder:
     def add(self, cid, text, paper, **kw):
         kw.setdefault("scale", self.scale)
         kw.setdefault("machine_busy", self.busy)
-        self.rows.append(claims.claim(STUDY, cid, text, paper, **kw))
+        if "reason" in kw:
+            kw["reason"] = _pair_words(kw["reason"])
+        self.rows.append(claims.claim(STUDY, cid, _pair_words(text), paper, **kw))
 
     def missing(self, cid, text, paper, why, source="not_run"):
         self.add(cid, text, paper, ours=None, source=source, verdict=claims.OUT_OF_REACH, reason=why)
+
+
+def _pair_words(text: str) -> str:
+    """A device pair's id ("v100-xeon") in a reader's words ("Tesla V100 + Xeon E5 2690")."""
+    for pid, (acc, cpu) in PV.PAIR_NAMES.items():
+        text = text.replace(pid, f"{acc} + {cpu}")
+    return text
 
 
 def _search_of(r, step: int) -> claims.Search:
