@@ -21,10 +21,10 @@ never need ordering and mutable defaults (lists, mappings) are safe.
 from __future__ import annotations
 
 import dataclasses
-import functools
-import types
 import typing
 from typing import Any, Literal, Mapping
+
+from .params import _hints, _optional
 
 _MISSING = object()
 _CAMEL = {"min_items": "minItems", "max_items": "maxItems", "unique_items": "uniqueItems",
@@ -44,18 +44,10 @@ def key(default: Any = _MISSING, *, description: str | None = None, **schema: An
     return dataclasses.field(metadata={"key": meta})
 
 
-@functools.lru_cache(maxsize=None)
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
-
-
 def _split_optional(hint: Any) -> tuple[Any, bool]:
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        args = typing.get_args(hint)
-        rest = [a for a in args if a is not type(None)]
-        if len(rest) == 1 and len(args) == 2:
-            return rest[0], True
-    return hint, False
+    """(X, True) for ``X | None``, else (hint, False): :func:`bench.core.params._optional`'s reading."""
+    inner = _optional(hint)
+    return (hint, False) if inner is None else (inner, True)
 
 
 def type_schema(hint: Any, nullable: bool = False) -> dict:
