@@ -40,6 +40,9 @@ def per_run(r: pd.DataFrame) -> pd.DataFrame:
     return first.assign(**{c: num[c] for c in num.columns})
 
 
+MIN_ROUNDS = 3   # fewer fresh-process rounds cannot show run-to-run noise (a bootstrap of 2 has 3 outcomes)
+
+
 def rounds(st: pd.DataFrame, **sel) -> np.ndarray:
     """The round (a fresh run of the same configuration) of each per-step value :func:`tput` returns."""
     m = np.ones(len(st), bool)

@@ -50,7 +50,7 @@ def _ratio_config(df, st, name: str, a: dict, b: dict) -> claims.Config:
     return claims.Config(name, e, (lo, hi), A.busy(df, A.run_id(**a), A.run_id(**b)))
 
 
-MIN_ROUNDS = 3   # fewer fresh-process rounds cannot show run-to-run noise (a bootstrap of 2 has 3 outcomes)
+MIN_ROUNDS = A.MIN_ROUNDS
 
 
 def _enough_rounds(c: claims.Config, rounds: int) -> claims.Config:

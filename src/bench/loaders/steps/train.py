@@ -9,6 +9,7 @@ straddles 1, stage 2 runs that loader's DP and DDP runs at 2 replicas ``rounds``
 in advance). Only those runs are repeated, so the extra time stays a few runs (about a second each on tiny)."""
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from ...core import devices, sequential
@@ -44,7 +45,10 @@ def _grid_round(ctx: Context, p: Params, rnd: int, stage: int, cuda: bool, only=
 
 def undecided(rows: pd.DataFrame, p: Params) -> list[str]:
     """Stage 1's look: the loaders whose DDP-over-DP interval at 2 replicas, drawn at
-    :data:`sequential.LEVEL` over the rounds so far, straddles 1 (neither wholly above nor wholly below)."""
+    :data:`sequential.LEVEL` over the rounds so far, straddles 1 (neither wholly above nor wholly below), or
+    that ran in fewer than :data:`analysis.MIN_ROUNDS` rounds (too few for an interval: the claim would decide
+    nothing from them, so stage 2 runs them; before, a 2-round interval that happened to clear 1 stopped the
+    design and the claim then refused it)."""
     r = A.DDP_DP_REPLICAS
     if r not in p.grid.dp or r not in p.grid.ddp:
         return []
@@ -52,7 +56,10 @@ def undecided(rows: pd.DataFrame, p: Params) -> list[str]:
     out = []
     for loader in p.loaders:
         _, lo, hi = A.ddp_over_dp(st, loader, level=sequential.LEVEL)
-        if lo == lo and hi == hi and not sequential.clears(1.0)(lo, hi):
+        few = min(len(np.unique(A.rounds(st, loader=loader, parallel=par, replicas=r))) for par in ("dp", "ddp"))
+        if few == 0:
+            continue   # not in this grid (nothing measured)
+        if few < A.MIN_ROUNDS or not (lo == lo and hi == hi) or not sequential.clears(1.0)(lo, hi):
             out.append(loader)
     return out
 
