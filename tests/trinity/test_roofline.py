@@ -116,3 +116,52 @@ def test_knee_claims_name_the_processes_they_resample():
     assert row.verdict == "reproduced", row.reason
     one = far[far.process == 0]
     assert "no run-to-run repeat" in _roofline_claims(one, p)[1].interval
+
+
+def _bent(df, gains: dict[int, float], stage: str = "search", x0: float = 512.0):
+    """``df`` with ``stage``'s utilisation in process p multiplied by (1 + gains[p]) per doubling above ``x0``
+    (the sweep's last two doublings are 512 -> 2048): a stage still rising at the end of its sweep."""
+    import pandas as pd
+
+    out = df.copy()
+    for pid, g in gains.items():
+        sel = (out.stage == stage) & (out.process == pid) & (out.x > x0)
+        out.loc[sel, "u"] = out.loc[sel, "u"] * (1 + g) ** np.log2(out.loc[sel, "x"] / x0)
+    return pd.DataFrame(out)
+
+
+def test_saturation_premise_is_judged_on_an_interval():
+    """Issue 29 (fitted quantities, enough repeats): 'search saturates inside the sweep' holds only where the
+    whole interval of its gain per doubling over the last two doublings lies below the bar (10%), fails where
+    it lies wholly above, and is undecided where it straddles: one process flat, the other rising 20%."""
+    from bench.trinity.claims import _flat_premise
+
+    flat = _roof_records(200, 10)
+    cases = {"flat": (flat, True), "rising": (_bent(flat, {0: 0.3, 1: 0.3}), False),
+             "straddling": (_bent(flat, {1: 0.2}), None)}
+    for what, (df, holds) in cases.items():
+        p = _flat_premise(df, "search", 0.1, 0.95)
+        assert p.holds is holds, (what, p.evidence)
+        assert "2 fresh processes" in p.evidence and "batch 512 to 2048" in p.evidence and "+10%" in p.evidence
+    assert "straddles the bar" in _flat_premise(cases["straddling"][0], "search", 0.1, 0.95).evidence
+
+
+def test_saturation_rows_follow_the_premise():
+    """The row over the premise: flat -> judged (reproduced, knees 20x apart), rising -> out of reach at this
+    scale, straddling -> inconclusive (never reproduced nor not reproduced on a point test near the bar)."""
+    import pandas as pd
+
+    from bench.core import claims
+    from bench.trinity import STUDY
+    from bench.trinity.claims import _roofline_claims
+
+    p = STUDY.parameters({})
+    far = _roof_records(200, 10)
+    far = pd.concat([far, far[far.stage == "decode"].assign(stage="prefill")], ignore_index=True)
+    want = {"flat": (far, claims.REPRODUCED), "rising": (_bent(far, {0: 0.3, 1: 0.3}), claims.OUT_OF_REACH),
+            "straddling": (_bent(far, {1: 0.2}), claims.INCONCLUSIVE)}
+    for what, (df, verdict) in want.items():
+        row = {r.claim_id: r for r in _roofline_claims(df, p)}["claim-saturation-search-vs-decode"]
+        assert row.verdict == verdict, (what, row.reason)
+    row = {r.claim_id: r for r in _roofline_claims(want["straddling"][0], p)}["claim-saturation-search-vs-decode"]
+    assert "'search saturates inside the sweep' undecided" in row.reason

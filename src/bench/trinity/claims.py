@@ -170,9 +170,10 @@ def _sched_claims(df: pd.DataFrame, params: Params) -> list[claims.Claim]:
 
 def _stage_premises(m: pd.DataFrame, stage: str, knees: np.ndarray, flat_gain: float,
                     level: float) -> list[claims.Premise]:
-    """A stage's saturation as the records show it: its gain flattened inside the sweep (on the medians over
-    every fresh process's runs), and its fitted knee (and the knee's bootstrap interval) lies inside the
-    measured batch range, observed, not extrapolated."""
+    """A stage's saturation as the records show it: its gain flattened inside the sweep (the gain per doubling
+    over the sweep's last two doublings, with an interval over the fresh processes, against ``flat_gain``),
+    and its fitted knee (and the knee's bootstrap interval) lies inside the measured batch range, observed,
+    not extrapolated."""
     g = m[m.stage == stage]
     lo_x, hi_x = float(g.x.min()), float(g.x.max())
     ok = knees[1:][np.isfinite(knees[1:])]
@@ -183,14 +184,34 @@ def _stage_premises(m: pd.DataFrame, stage: str, knees: np.ndarray, flat_gain: f
                           f"fitted knee {knees[0]:.3g} [{k_lo:.3g}, {k_hi:.3g}] against the measured batches "
                           f"[{lo_x:g}, {hi_x:g}]" + ("" if inside else ": extrapolated beyond the sweep"))]
     if "flattened" in g and g.flattened.notna().any():
-        flat, gain = analysis.pooled_flat(m, stage, flat_gain)
-        stops = sorted(set(g.sweep_stopped.dropna().astype(str))) if "sweep_stopped" in g else []
-        out.insert(0, claims.Premise(f"{stage} saturates inside the sweep", flat,
-                                     f"up to batch {hi_x:g}, the last doubling changed its median utilisation "
-                                     f"(over every process's runs) by {gain:+.0%} (flat: the last two batches "
-                                     f"each within {flat_gain:+.0%} of the best before them)"
-                                     + ("" if flat else f"; the sweeps stopped: {', '.join(stops)}")))
+        out.insert(0, _flat_premise(m, stage, flat_gain, level))
     return out
+
+
+def _flat_premise(m: pd.DataFrame, stage: str, flat_gain: float, level: float) -> claims.Premise:
+    """'<stage> saturates inside the sweep', judged on an interval as the other premises are: holds where the
+    whole interval of the stage's gain per doubling over the sweep's last two doublings lies below
+    ``flat_gain``, fails where it lies wholly above, undecided (holds None: the row is inconclusive) where
+    it straddles the bar (see ``analysis.end_gain`` for the statistic and its bootstrap)."""
+    name = f"{stage} saturates inside the sweep"
+    e = analysis.end_gain(m, stage, level)
+    if not np.isfinite(e["est"]):
+        return claims.Premise(name, None, f"fewer than three batches measured by each of the {e['processes']} "
+                              "fresh process(es), or a utilisation of zero: no gain to judge")
+    lo, hi = e["lo"], e["hi"]
+    holds = True if hi < flat_gain else False if lo > flat_gain else None
+    where = {True: "all of it below the bar", False: "all of it above the bar",
+             None: "it straddles the bar, undecided"}[holds]
+    n = int(e["processes"])
+    procs = (f"{n} fresh processes, each one's own runs, resampled processes first" if n > 1
+             else "one process's runs, no run-to-run repeat")
+    g = m[m.stage == stage]
+    stops = sorted(set(g.sweep_stopped.dropna().astype(str))) if "sweep_stopped" in g else []
+    return claims.Premise(name, holds,
+                          f"over the last two doublings of the sweep (batch {e['x_low']:g} to {e['x_top']:g}) its "
+                          f"median utilisation changed by {e['est']:+.1%} per doubling, {level:.3g} interval "
+                          f"[{lo:+.1%}, {hi:+.1%}] ({procs}); flat means below {flat_gain:+.0%} per doubling: "
+                          f"{where}" + ("" if holds else f"; the sweeps stopped: {', '.join(stops)}"))
 
 
 def _roofline_interval(m: pd.DataFrame, level: float) -> str:
