@@ -1,7 +1,7 @@
 # The harness pipeline. `snakemake --cores N` runs the default profile (tiny); another profile with
 # `snakemake --cores N --configfile experiments/<profile>.yaml`. The profile is validated by the same
-# validator `bench` uses (bench.core.config: experiments/schema.yaml and each study's
-# experiments/schema/<study>.yaml) before any rule runs; a bad key stops it with a short message.
+# validator `bench` uses (bench.core.config: experiments/schema.yaml and the schema generated from each
+# study's typed parameters) before any rule runs; a bad key stops it with a short message.
 import sys
 from pathlib import Path
 
@@ -43,9 +43,12 @@ report: "workflows/report/workflow.rst"
 
 include: "workflows/common.smk"
 include: "workflows/data.smk"
+# A study with wiring of its own (workflows/<study>.smk, which says why); every other study's jobs are
+# derived from its declaration by workflows/studies.smk.
 for _rules in sorted((BASE / "workflows").glob("*.smk")):
-    if _rules.name not in ("common.smk", "data.smk", "steps.smk", "outputs.smk", "ledger.smk"):
+    if _rules.name not in ("common.smk", "data.smk", "studies.smk", "steps.smk", "outputs.smk", "ledger.smk"):
         include: str(_rules)
+include: "workflows/studies.smk"
 include: "workflows/steps.smk"
 include: "workflows/outputs.smk"
 include: "workflows/ledger.smk"

@@ -39,7 +39,13 @@ def test_the_doc_spells_out_a_whole_study():
     for part in ("__init__.py", "params.py", "system/__init__.py", "steps/__init__.py", "analysis.py",
                  "figures/__init__.py", "claims.py"):
         assert f"{pkg}/{part}" in paths, part
-    assert {f"workflows/{STUDY}.smk", f"tests/{STUDY}/__init__.py"} <= paths
+    assert f"tests/{STUDY}/__init__.py" in paths
+    assert not [p for p in paths if p.startswith("workflows/")], "no rule file: the rules come from the declaration"
+    profile_lines = [ln for mode, p, body in blocks() if p.startswith("experiments/") for ln in body.splitlines()
+                     if ln.strip()]
+    assert len(profile_lines) <= 1, f"at most one profile line, not {profile_lines}"
+    outside = {p for p in paths if not p.startswith((f"{pkg}/", f"tests/{STUDY}/", "experiments/"))}
+    assert not outside, f"the study touches only its package, its tests and one profile line: {outside}"
     assert any(p.startswith(f"{pkg}/steps/") for p in paths - {f"{pkg}/steps/__init__.py"})
     assert any(p.startswith(f"tests/{STUDY}/test_") for p in paths)
     created = [p for mode, p, _ in blocks() if mode == "title"]
@@ -89,8 +95,8 @@ def _profile(root: Path) -> Path:
     studies = {p.parent.name for p in (root / "src" / "bench").glob("*/params.py")} - {"core", "ann", "serving",
                                                                                         "data"}
     others = sorted((studies | {p.stem for p in (root / "experiments" / "schema").glob("*.yaml")}) - {STUDY})
-    section = cfg[STUDY]
-    small = {n: {**cfg["datasets"][n], "n_base": 5000, "n_query": 256} for n in section["datasets"]}
+    names = cfg[STUDY].get("datasets", ["sift-like"])   # the example's default datasets (its params.py)
+    small = {n: {**cfg["datasets"][n], "n_base": 5000, "n_query": 256} for n in names}
     cfg.update({o: {"enabled": False} for o in others})
     cfg.update(profile=PROFILE, processes=1, figure_formats=["png"], datasets={**cfg["datasets"], **small})
     path = root / f"{PROFILE}.yaml"

@@ -22,6 +22,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "bench"
 REPO = SRC.parents[1]
 NOT_STUDIES = ("core", "ann", "serving", "data")
 STUDIES = sorted(p.parent.name for p in SRC.glob("*/params.py") if p.parent.name not in NOT_STUDIES)
+PROFILES = sorted(p.stem for p in (REPO / "experiments").glob("*.yaml") if p.stem != "schema")
 SHARED = ("bench.core", "bench.ann", "bench.serving", "bench.data")
 
 
@@ -97,16 +98,24 @@ def test_study_has_every_part(study):
     assert callable(claims.build) and isinstance(claims.RECORDS, tuple) and claims.RECORDS
     assert not (SRC / study / "runner.py").exists(), "steps are declared in steps/, no runner.py"
     smk = REPO / "workflows" / f"{study}.smk"
-    text = smk.read_text()
-    assert f'study_jobs("{study}"' in text and f'study_outputs("{study}"' in text
-    assert not re.search(r"^\s*rule \w+:", text, re.M), "no hand-written rule: workflows/steps.smk generates them"
-    for name in st.steps:
-        assert f'"{name}": job(' in text, f"{study}.smk gives no job for step {name}"
+    if smk.exists():   # wiring of its own: it says why, and still writes no rule
+        text = smk.read_text()
+        assert re.search(r"^# Why a rule file", text, re.M), f"{smk.name} says why the derived rules do not do"
+        assert f'study_jobs("{study}"' in text and f'study_outputs("{study}"' in text
+        assert not re.search(r"^\s*rule \w+:", text, re.M), "no hand-written rule: workflows/steps.smk generates them"
+        for name in st.steps:
+            assert f'"{name}": job(' in text, f"{study}.smk gives no job for step {name}"
+    else:   # its rules are derived from the declaration (workflows/studies.smk)
+        from bench.core import rules
+
+        section = config_section(study)
+        if section.get("enabled"):
+            jobs, records = rules.derive(st, section, results="R", indexes="I", manifest=lambda d: f"M/{d}")
+            assert set(jobs) == set(st.steps)
+            assert set(claims.RECORDS) <= set(records), "every record kind the claims read has a producing step"
     from bench.core import config
 
     assert config.declared_params(study) is not None, "params.py declares every key with bench.core.keys.key"
-    for prof in ("tiny", "small", "paper"):
-        assert study in yaml.safe_load((REPO / "experiments" / f"{prof}.yaml").read_text()), f"{prof}.yaml"
     assert (REPO / "tests" / study).is_dir()
     assert pkg.__doc__ and len(pkg.__doc__) > 40, "the package docstring says which paper it reproduces"
 
@@ -203,7 +212,28 @@ def test_generated_rules_agree_with_the_declarations(tmp_path):
             assert f"{study}_{name}" in out.stdout, f"no rule {study}_{name} in the dry run"
 
 
-@pytest.mark.parametrize("study", STUDIES)
+def config_section(study: str) -> dict:
+    """The study's section as the tiny profile gives it (its defaults where tiny has no section)."""
+    from bench.core import config
+
+    return config.validate_section(study, yaml.safe_load((REPO / "experiments" / "tiny.yaml").read_text())
+                                   .get(study) or {})
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_every_enabled_study_names_datasets_its_profile_declares(profile):
+    """A profile holds only what differs from the defaults: a study without a section runs on them, so a
+    study enabled in a profile (by its section or its defaults) names datasets that profile declares."""
+    from bench.core import config
+
+    prof = config.validate_profile(yaml.safe_load((REPO / "experiments" / f"{profile}.yaml").read_text()))
+    for study in STUDIES:
+        sec = prof[study]
+        missing = [d for d in sec.get("datasets") or [] if d not in prof["datasets"]] if sec["enabled"] else []
+        assert not missing, f"{profile}.yaml: {study} (enabled) names undeclared dataset(s) {missing}"
+
+
+@pytest.mark.parametrize("study", [s for s in STUDIES if (REPO / "workflows" / f"{s}.smk").exists()])
 def test_rule_shell_strings_take_values_from_params(study):
     """Every value a rule passes goes through `params:` (a changed value reruns the rule): no study
     config dict is interpolated into a shell string directly."""

@@ -3,6 +3,10 @@
 # nodes over TCP, RALM serving (Figures 10, 11, 12) and the claims rows.
 # The rule file names the study's datasets and which file feeds which need of each step of
 # bench.chameleon.STUDY; workflows/steps.smk and workflows/outputs.smk generate the rules.
+# Why a rule file (the other studies' jobs are derived from their declarations, workflows/studies.smk):
+# Chameleon's datasets have roles the declaration does not express (the queue and node steps each measure
+# a dataset named by their own key, RALM one per model size), every one of them needs an index, built from
+# one dataset's PQ m only, and RALM runs only when its own key enables it.
 CHAM = config["chameleon"]
 CHAM_R = f"{RESULTS}/chameleon"
 

@@ -97,11 +97,14 @@ def figure_outputs(study, names, category):
     return out
 
 
-def claims_records(study):
-    """The record kinds the study's claims read (bench.<study>.claims.RECORDS)."""
+def claims_records(study, produced=None):
+    """The record kinds the study's claims read (bench.<study>.claims.RECORDS), and those of its
+    OPTIONAL_RECORDS that some rule produces (``produced``: the study's record sets)."""
     import importlib
 
-    return importlib.import_module(f"bench.{study}.claims").RECORDS
+    mod = importlib.import_module(f"bench.{study}.claims")
+    extra = [k for k in getattr(mod, "OPTIONAL_RECORDS", ()) if produced and k in produced]
+    return [*mod.RECORDS, *extra]
 
 
 def pick(records, kinds):

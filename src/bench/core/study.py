@@ -10,8 +10,8 @@ Everything the CLI, the rule files and the contract test need is read from it:
 - ``figures`` and ``claims``: the modules holding the figure registry and the claims (imported only
   when a figure or claims command runs, so a measurement job never imports matplotlib).
 
-Adding a step is a module in ``steps/``, its keys on the typed parameters, its job in the study's rule file,
-and a figure, claim and test where it has them (docs/adding-a-study.md lists each place).
+Adding a step is a module in ``steps/``, its keys on the typed parameters, and a figure, claim and test where
+it has them: its rule is derived from the declaration (:mod:`bench.core.rules`; docs/adding-a-study.md).
 """
 from __future__ import annotations
 
@@ -39,14 +39,21 @@ class Step:
     processes: bool = False   # splits its measured repeats over fresh processes (bench.core.step)
     decide: Callable | None = None   # (rows, params) -> the stage-1 interval clears (bench.core.sequential)
     keys: tuple[str, ...] | None = None   # the section's keys the step reads (None: all of them)
+    per: str = "dataset"       # one job per dataset of the section, one on its first ("first"), or one ("study")
+    out: dict | None = None    # a build's files, ``{name: pattern}`` under data/<profile>/indexes/<study>/
+    out_arg: str | None = None   # a build's ``--out`` when it is not the first file (a folder), same place
+    threads: int | None = None   # the job's threads (None: every core; a measurement runs alone)
+    section_for: Callable | None = None   # (section, dataset) -> the section one dataset's job is given
 
     def __call__(self, ctx):
         return self.fn(ctx)
 
 
 def step(name: str, *, needs: tuple[str, ...] = (), optional: tuple[str, ...] = (), writes: str | None = None,
-         kind: str = "measure", processes: bool = False,
-         decide: Callable | None = None, keys: tuple[str, ...] | None = None) -> Callable[[Callable], Callable]:
+         kind: str = "measure", processes: bool = False, decide: Callable | None = None,
+         keys: tuple[str, ...] | None = None, per: str | None = None, out: str | dict | None = None,
+         out_arg: str | None = None, threads: int | None = None,
+         section_for: Callable | None = None) -> Callable[[Callable], Callable]:
     """Declare a step in its module: ``@step("recall", needs=("manifest", "index"), writes="recall")``.
     A need may be a glob (``index_*``) where a step reads one file per dataset. ``writes`` defaults to the
     step's name. ``processes=True``: the step can repeat cheaply, so it splits its measured repeats
@@ -55,15 +62,30 @@ def step(name: str, *, needs: tuple[str, ...] = (), optional: tuple[str, ...] = 
     claim's threshold; when not, a second stage of as many fresh processes runs. ``keys``: the top-level keys
     of the study's profile section the step reads; its job is given only those (so adding or changing
     another key reruns only the steps that read it), and any other key is withheld from it at run time
-    (:func:`bench.core.params.only`: using one is a bug, named). ``None``: the whole section."""
+    (:func:`bench.core.params.only`: using one is a bug, named). ``None``: the whole section.
+
+    Where its job runs and what it writes (:mod:`bench.core.rules` derives the study's rules from this):
+    ``per="dataset"`` (the default for a step that needs a ``manifest``): one job per dataset of the section's
+    ``datasets``; ``"first"``: one job, on the first; ``"study"`` (the default otherwise): one job, no dataset.
+    A measurement writes ``results/<profile>/<study>/<writes>[_<dataset>].parquet``; a build declares its
+    files, ``out="{dataset}.faiss"`` or ``{name: pattern}`` (the first is the one its consumers are given,
+    the rest they wait for), under ``data/<profile>/indexes/<study>/``, and ``out_arg`` when its ``--out`` is
+    a folder. ``threads``: the job's threads (default every core). ``section_for(section, dataset)``: the
+    section one dataset's job is given (a per-dataset override), so an override reruns that dataset only."""
     if kind not in ("measure", "build"):
         raise ValueError(f"step {name}: kind must be measure or build, not {kind!r}")
+    per = per or ("dataset" if DATASET_INPUT in needs else "study")
+    if per not in ("dataset", "first", "study"):
+        raise ValueError(f"step {name}: per must be dataset, first or study, not {per!r}")
+    if kind == "build" and out is None:
+        raise ValueError(f"step {name}: a build declares the files it writes (out=...)")
+    files = None if out is None else ({"out": out} if isinstance(out, str) else dict(out))
 
     def mark(fn: Callable) -> Callable:
         if processes and kind != "measure":
             raise ValueError(f"step {name}: only a measurement step repeats across processes")
         fn.step = Step(name, fn, tuple(needs), tuple(optional), writes or name, kind, processes, decide,
-                       None if keys is None else tuple(keys))
+                       None if keys is None else tuple(keys), per, files, out_arg, threads, section_for)
         fn.reads, fn.optional_reads = tuple(needs), tuple(optional)   # what bench.core.doors checks
         return fn
     return mark

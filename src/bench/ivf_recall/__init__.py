@@ -2,7 +2,7 @@
 (data rule -> index rule -> measurement rule -> figure rule -> report). It is the basis of ESPN's
 Figure 5 (recall vs nprobe) and of Chameleon's choice of nprobe (section 6, IVF-PQ, nprobe 32).
 
-The worked example of docs/adding-a-study.md: the declaration below is all the CLI, the rule files
+The worked example of docs/adding-a-study.md: the declaration below is all the CLI, the derived rules
 and the contract test read.
 """
 from ..core.study import Steps, Study

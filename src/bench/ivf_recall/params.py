@@ -41,3 +41,10 @@ class Params:
     k: tuple[int, ...] = key([1, 10, 100], items={"minimum": 1}, min_items=1)
     repeats: int = key(5, minimum=1)
     warmup: int = key(1, minimum=0)
+
+
+def for_dataset(section: dict, dataset: str) -> dict:
+    """The section one dataset's jobs are given: ``index`` with that dataset's ``index_overrides`` applied
+    (the steps read ``index`` only, so an override reruns that dataset's jobs alone)."""
+    over = dict(section.get("index_overrides", {}).get(dataset, {}))
+    return {**section, "index": {**section["index"], **over}}

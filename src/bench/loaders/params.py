@@ -133,3 +133,14 @@ class Params:
         description=("times the grid (train step) runs, one round after another, each run a fresh set of "
                      "processes; intervals resample rounds first, so they include run-to-run noise"),
     )   # the grid and the options run this many times, each a fresh run (run-to-run noise)
+
+
+SUB_SECTIONS = ("options", "loader_only", "workers")   # each read by the measurement step of that name only
+
+
+def step_keys(step: str) -> tuple[str, ...]:
+    """The keys a measurement step reads: the common keys and its own sub-section, so a changed value in
+    another step's sub-section does not rerun it."""
+    from dataclasses import fields
+
+    return tuple(f.name for f in fields(Params) if f.name not in SUB_SECTIONS or f.name == step)

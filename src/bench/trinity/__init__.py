@@ -5,7 +5,7 @@ CAGRA-style graph, the extend-step engine, static and continuous batching, the s
 event loop, the emulated LLM workload, Figure 1's roofline fit and Figure 2's placement model) and measures
 them (:mod:`.steps`): ``graph`` (build), ``recall`` and ``trace`` (the engine offline), ``load`` and
 ``sched`` (the pool as a service, replaying the trace), ``roofline`` (Figure 1) and ``placement``
-(Figure 2, modelled). The declaration below is all the CLI, the rule file and the contract test read.
+(Figure 2, modelled). The declaration below is all the CLI, the derived rules and the contract test read.
 """
 from ..core.study import Steps, Study
 from .params import Params

@@ -14,7 +14,7 @@ from ..system import pqscan
 from .inputs import index_shape
 
 
-@step("index", needs=("manifest",), kind="build",
+@step("index", needs=("manifest",), kind="build", out="{dataset}.faiss",
       keys=("datasets", "pq_m", "nlist", "train_size", "nprobe", "k"))
 def index(ctx: Context) -> None:
     """IVF-PQ of ``ctx.dataset``: nlist ~ sqrt(N), the dataset's m, 8-bit codes, written to ``ctx.out``."""

@@ -77,7 +77,7 @@ def _batch_rows(b, mem, direct, sel, n, reps, budget_s, device) -> list[dict]:
     return rows
 
 
-@step("batch", needs=("build",))
+@step("batch", needs=("build",), per="first")
 def batch(ctx: Context) -> Result:
     """The ``batch`` step: the build."""
     from ..system.maxsim import resolve_device

@@ -98,7 +98,9 @@ def build(manifest: str, p: Params, out_dir: str, seed: int, threads: int) -> di
     return meta
 
 
-@step("build", needs=("manifest",), kind="build")
+@step("build", needs=("manifest",), kind="build", out_arg="{dataset}",
+      out={"meta": "{dataset}/meta.json", "table": "{dataset}/table.espn", "offsets": "{dataset}/table.espn.offsets.npz",
+           "index": "{dataset}/ann.faiss", "queries": "{dataset}/queries.npz"})
 def build_step(ctx: Context) -> None:
     """``bench espn build --input manifest=PATH --out DIR``: the build directory every step reads."""
     build(ctx.input("manifest"), ctx.params, str(ctx.out), ctx.seed, ctx.threads)

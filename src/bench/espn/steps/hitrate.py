@@ -55,7 +55,7 @@ def _etas(corpus, idx, scale, params: Params) -> list[tuple[int, int]]:
     return out
 
 
-@step("hitrate", needs=("build",))
+@step("hitrate", needs=("build",), per="first")
 def hitrate(ctx: Context) -> Result:
     """The ``hitrate`` step: the build."""
     b = inputs.start(ctx)

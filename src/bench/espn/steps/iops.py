@@ -63,7 +63,7 @@ def _fio_rows(table, qd, params: Params, seed) -> list[dict]:
     return rows
 
 
-@step("iops", needs=("build",))
+@step("iops", needs=("build",), per="first")
 def iops(ctx: Context) -> Result:
     """The ``iops`` step: the build. Its
     provenance names the engine the direct back end resolves to here (``reader_engine``), which the

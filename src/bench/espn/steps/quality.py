@@ -78,7 +78,7 @@ def _fig6(b: inputs.Build, params: Params, qrels) -> list[dict]:
     return rows
 
 
-@step("quality", needs=("build", "manifest"))
+@step("quality", needs=("build", "manifest"), per="first")
 def quality(ctx: Context) -> Result:
     """The ``quality`` step: the build, and the qrels of the dataset's manifest."""
     from ...data import prepared

@@ -95,7 +95,7 @@ def paper_rows() -> list[dict]:
     return rows
 
 
-@step("sizes", needs=("build",))
+@step("sizes", needs=("build",), per="first")
 def sizes(ctx: Context) -> Result:
     """The ``sizes`` step: the build (its folder, named by its meta.json)."""
     inputs.dataset_name(ctx.params)

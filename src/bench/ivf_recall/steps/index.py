@@ -5,9 +5,11 @@ from ...ann import ivf
 from ...core.step import Context
 from ...core.study import step
 from ...data import prepared
+from ..params import for_dataset
 
 
-@step("index", needs=("manifest",), kind="build", keys=("index",))
+@step("index", needs=("manifest",), kind="build", keys=("index",), out="{dataset}.faiss",
+      section_for=for_dataset)
 def index(ctx: Context) -> None:
     ds = prepared.load_vectors(ctx.input("manifest"))
     p = ctx.params.index

@@ -17,7 +17,7 @@ from ...core.errors import ConfigError
 from ...core.step import Context, Result
 from ...core.study import step
 from ...data import prepared
-from ..params import Params
+from ..params import Params, for_dataset
 
 METHOD = (
     "wall-clock (time.perf_counter) around index.search of the whole query set in one batch; "
@@ -50,7 +50,8 @@ def _summary(df: pd.DataFrame) -> pd.DataFrame:
     return summary.merge(rec.reset_index(), on=["dataset", "nprobe"])
 
 
-@step("recall", needs=("manifest", "index"), writes="recall", keys=("index", "nprobe", "k", "repeats", "warmup"))
+@step("recall", needs=("manifest", "index"), writes="recall", keys=("index", "nprobe", "k", "repeats", "warmup"),
+      section_for=for_dataset)
 def recall(ctx: Context) -> Result:
     p: Params = ctx.params
     ds = prepared.load_vectors(ctx.input("manifest"))

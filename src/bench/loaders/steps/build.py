@@ -12,7 +12,8 @@ from ..params import Params
 from ..system import collection
 
 
-@step("build", needs=("manifest",), writes="bundle", kind="build")
+@step("build", needs=("manifest",), writes="bundle", kind="build", keys=("collection", "encoder", "layers"),
+      out={"bundle": "{dataset}/bundle.json", "model": "{dataset}/model/model.pt"}, threads=1)
 def build(ctx: Context) -> None:
     from ...data import prepared
     from ..system import bert_cat

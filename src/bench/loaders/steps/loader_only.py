@@ -10,7 +10,7 @@ import pandas as pd
 
 from ...core.step import Context, Result
 from ...core.study import step
-from ..params import Params
+from ..params import Params, step_keys
 from ..system import collection
 from ..system.stores import check_loader, make_store
 from . import inputs
@@ -35,7 +35,7 @@ def _dataset(ctx: Context, loader: str, n: int):
     return TripletDataset(store, queries, pairs, ids, n, ctx.seed), load_s, model_dir
 
 
-@step("loader_only", needs=("bundle",))
+@step("loader_only", needs=("bundle",), per="first", keys=step_keys("loader_only"))
 def loader_only(ctx: Context) -> Result:
     """Samples/s each loader delivers with no model: the three texts of each sample (lookups), and the
     same plus the collate function's tokenization; one warm-up repeat, then ``repeats`` timed ones."""

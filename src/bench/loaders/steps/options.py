@@ -9,7 +9,7 @@ from ...core import devices
 from ...core.params import as_dict
 from ...core.step import Context, Result
 from ...core.study import step
-from ..params import Options, Params
+from ..params import Options, Params, step_keys
 from . import inputs
 
 METHOD = ("Options as Table 3 (ir_datasets, DDP); beyond the paper: DataLoader "
@@ -33,7 +33,7 @@ def option_runs(o: Options) -> list[tuple[str, str, dict, dict]]:
     return out
 
 
-@step("options", needs=("bundle",))
+@step("options", needs=("bundle",), per="first", keys=step_keys("options"))
 def options(ctx: Context) -> Result:
     """Table 3 on the paper's chosen configuration (ir_datasets, DDP), plus worker start method and cold cache."""
     from . import _run_rows

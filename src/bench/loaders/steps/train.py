@@ -16,7 +16,7 @@ from ...core import devices, sequential
 from ...core.step import Context, Result
 from ...core.study import step
 from .. import analysis as A
-from ..params import Params
+from ..params import Params, step_keys
 from . import inputs
 
 
@@ -64,7 +64,7 @@ def undecided(rows: pd.DataFrame, p: Params) -> list[str]:
     return out
 
 
-@step("train", needs=("bundle",))
+@step("train", needs=("bundle",), per="first", keys=step_keys("train"))
 def train(ctx: Context) -> Result:
     """Tables 1-2 / Figure 1: the loader x parallelism x replicas grid, ``rounds`` times (rows carry ``round``:
     intervals resample rounds first, so they hold run-to-run noise), then stage 2 of the DDP/DP design."""

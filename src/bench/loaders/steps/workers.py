@@ -11,7 +11,7 @@ import pandas as pd
 from ...core.errors import ConfigError
 from ...core.step import Context, Result
 from ...core.study import step
-from ..params import Params
+from ..params import Params, step_keys
 from ..system.stores import check_loader
 from . import inputs
 
@@ -21,7 +21,7 @@ METHOD = ("One process (started by the forkserver) iterates a DataLoader with nu
           "batches delivered so far. USS growth of a worker is its private copy of pages it read.")
 
 
-@step("workers", needs=("bundle",))
+@step("workers", needs=("bundle",), per="first", keys=step_keys("workers"))
 def workers(ctx: Context) -> Result:
     """Memory of the main process and of each DataLoader worker over the batches (beyond the paper)."""
     from ..system import launch, train

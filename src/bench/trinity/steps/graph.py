@@ -14,7 +14,8 @@ from ...data import prepared
 from ..params import Params
 
 
-@step("graph", needs=("manifest",), kind="build")
+@step("graph", needs=("manifest",), kind="build",
+      out={"graph": "{dataset}.graph.ibin", "side": "{dataset}.graph.ibin.json"})
 def build(ctx: Context) -> None:
     p: Params = ctx.params
     ds = prepared.load_vectors(ctx.input("manifest"))

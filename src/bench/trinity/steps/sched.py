@@ -119,7 +119,7 @@ def _method(sp: Scheduler, cap: float) -> str:
         f"time / (stalled + generating time) over all streams.")
 
 
-@step("sched", needs=("manifest", "graph", "trace"))
+@step("sched", needs=("manifest", "graph", "trace"), per="first")
 def sched(ctx: Context) -> Result:
     p: Params = ctx.params
     sp = p.scheduler
