@@ -1,7 +1,7 @@
 # The harness pipeline. `snakemake --cores N` runs the default profile (tiny); another profile with
 # `snakemake --cores N --configfile experiments/<profile>.yaml`. The profile is validated by the same
-# validator `bench` uses (bench.core.config: experiments/schema.yaml and the schema generated from each
-# study's typed parameters) before any rule runs; a bad key stops it with a short message.
+# validator `bench` uses (bench.core.config: the schemas generated from bench.core.profile for the top
+# level and from each study's typed parameters) before any rule runs; a bad key stops it with a short message.
 import sys
 from pathlib import Path
 

@@ -94,7 +94,7 @@ def _profile(root: Path) -> Path:
     cfg = yaml.safe_load((root / "experiments" / "tiny.yaml").read_text())
     studies = {p.parent.name for p in (root / "src" / "bench").glob("*/params.py")} - {"core", "ann", "serving",
                                                                                         "data"}
-    others = sorted((studies | {p.stem for p in (root / "experiments" / "schema").glob("*.yaml")}) - {STUDY})
+    others = sorted(studies - {STUDY})
     names = cfg[STUDY].get("datasets", ["sift-like"])   # the example's default datasets (its params.py)
     small = {n: {**cfg["datasets"][n], "n_base": 5000, "n_query": 256} for n in names}
     cfg.update({o: {"enabled": False} for o in others})

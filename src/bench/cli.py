@@ -47,7 +47,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     rep.set_defaults(func=_report)
     sch = sub.add_parser("schema", help="the JSON Schema of a profile section, generated from the study's typed "
                          "parameters (for docs and editors)")
-    sch.add_argument("section", help="a study (ivf_recall, chameleon, ...)")
+    sch.add_argument("section", help="a study (ivf_recall, chameleon, ...), or `profile` for the top level")
     sch.set_defaults(func=_schema)
     names = study_names()
     first = next((a for a in (argv or []) if not a.startswith("-")), None)
@@ -79,9 +79,10 @@ def _schema(a: argparse.Namespace) -> None:
     from .core import config
     from .core.errors import ConfigError
 
-    schema = config.study_schema(a.section.replace("-", "_"))
+    schema = config.top_schema() if a.section == "profile" else config.study_schema(a.section.replace("-", "_"))
     if schema is None:
-        raise ConfigError(f"schema: no study section {a.section!r}; known: {', '.join(config.section_names())}")
+        raise ConfigError(f"schema: no study section {a.section!r}; known: profile (the top level), "
+                          f"{', '.join(config.section_names())}")
     print(json.dumps(schema, indent=1))
 
 

@@ -96,6 +96,24 @@ def test_studies_declaring_keys_have_no_schema_file_and_the_cli_prints_theirs():
     assert r.returncode == 2 and r.stderr.startswith("bench: error: schema: no study section 'nope'")
 
 
+def test_the_top_level_is_declared_as_typed_keys_too():
+    """No hand-written schema is left (issue 31): the profile's top level comes from bench.core.profile, and a
+    bad top-level key or dataset key is refused with its path, as before."""
+    import pytest
+
+    from bench.core.errors import ConfigError
+
+    assert not list(config.experiments_dir().glob("schema*")), "no schema file beside the profiles"
+    r = subprocess.run([sys.executable, "-m", "bench", "schema", "profile"], capture_output=True, text=True)
+    assert r.returncode == 0 and '"figure_formats"' in r.stdout and '"n_base"' in r.stdout
+    cfg = config.validate_profile({"profile": "t", "datasets": {"d": {"source": "synthetic/sift-like"}}})
+    assert cfg["seed"] == 20240601 and cfg["datasets"]["d"]["gt_k"] == 100 and cfg["datasets"]["d"]["metric"] == "l2"
+    with pytest.raises(ConfigError, match="'datasets.d.n_bse'"):
+        config.validate_profile({"profile": "t", "datasets": {"d": {"source": "x", "n_bse": 3}}})
+    with pytest.raises(ConfigError, match="'figure_formats'"):
+        config.validate_profile({"profile": "t", "figure_formats": ["pdf"]})
+
+
 def test_a_step_gets_only_the_keys_it_declares_and_using_another_is_named():
     import pickle
 

@@ -1,7 +1,7 @@
 """Profiles (experiments/<profile>.yaml) and their JSON Schema validation.
 
-The top-level schema is ``experiments/schema.yaml``; each study's section is validated by the schema
-generated from its typed parameters (:mod:`bench.core.keys`). Validation fills defaults and names the failing key; an unknown
+The top-level schema is generated from :class:`bench.core.profile.Profile`; each study's section is
+validated by the schema generated from its typed parameters (:mod:`bench.core.keys`). Validation fills defaults and names the failing key; an unknown
 key or a wrong type fails before any rule runs (the Snakefile calls :func:`validate_profile`).
 """
 from __future__ import annotations
@@ -148,13 +148,20 @@ def validate_section(study: str, section: Any) -> dict:
     return section
 
 
+def top_schema() -> dict:
+    """The JSON Schema of a profile's top level, generated from :class:`bench.core.profile.Profile` (the
+    study sections are added by :func:`validate_profile`)."""
+    from . import keys, profile
+
+    return keys.study_section_schema(profile.Profile, _section_description(profile.Profile))
+
+
 def validate_profile(config: Mapping[str, Any]) -> dict:
     """Validate a whole profile in place of a copy; returns the config with defaults filled."""
     cfg = copy.deepcopy(dict(config))
-    top = _load_yaml(experiments_dir() / "schema.yaml")
+    top = top_schema()
     studies = section_names()
     # Study sections are validated by their own schema; the top-level schema must not reject them.
-    top = copy.deepcopy(top)
     for s in studies:
         top.setdefault("properties", {}).setdefault(s, {"type": "object"})
     cfg = {k: (v if k in studies else _coerce(v, top.get("properties", {}).get(k, {}), top)) for k, v in cfg.items()}
