@@ -233,6 +233,29 @@ def test_every_enabled_study_names_datasets_its_profile_declares(profile):
         assert not missing, f"{profile}.yaml: {study} (enabled) names undeclared dataset(s) {missing}"
 
 
+def _same_as_default(value, schema: dict, path: list) -> list[str]:
+    """Key paths under ``value`` whose value is the one their schema defaults to."""
+    out = []
+    if isinstance(value, dict) and isinstance(schema, dict) and "properties" in schema:
+        for k, v in value.items():
+            sub = schema["properties"].get(k, {})
+            out += [".".join([*path, k])] if "default" in sub and sub["default"] == v else \
+                _same_as_default(v, sub, [*path, k])
+    return out
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_a_profile_holds_only_what_differs_from_the_defaults(profile):
+    """Issue 31: one source for every default (the typed keys); a profile repeating one would go stale."""
+    from bench.core import config
+
+    cfg = yaml.safe_load((REPO / "experiments" / f"{profile}.yaml").read_text())
+    same = _same_as_default({k: v for k, v in cfg.items() if k not in STUDIES}, config.top_schema(), [])
+    for study in STUDIES:
+        same += _same_as_default(cfg.get(study) or {}, config.study_schema(study), [study])
+    assert not same, f"{profile}.yaml repeats the defaults of {same}"
+
+
 @pytest.mark.parametrize("study", [s for s in STUDIES if (REPO / "workflows" / f"{s}.smk").exists()])
 def test_rule_shell_strings_take_values_from_params(study):
     """Every value a rule passes goes through `params:` (a changed value reruns the rule): no study
