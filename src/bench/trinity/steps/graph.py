@@ -15,7 +15,8 @@ from ..params import Params
 
 
 @step("graph", needs=("manifest",), kind="build",
-      out={"graph": "{dataset}.graph.ibin", "side": "{dataset}.graph.ibin.json"})
+      out={"graph": "{dataset}.graph.ibin", "side": "{dataset}.graph.ibin.json"},
+      keys=("graph",))
 def build(ctx: Context) -> None:
     p: Params = ctx.params
     ds = prepared.load_vectors(ctx.input("manifest"))

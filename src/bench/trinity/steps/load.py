@@ -86,7 +86,8 @@ def _live(traced: inputs.Traced, mix: list[RequestClass], p: Params, v: inputs.V
     return rows
 
 
-@step("load", needs=("manifest", "graph", "trace"))
+@step("load", needs=("manifest", "graph", "trace"),
+      keys=("graph", "engine", "recall", "workload", "load", "scheduler"))
 def load(ctx: Context) -> Result:
     p: Params = ctx.params
     lp = p.load

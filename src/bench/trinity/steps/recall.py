@@ -169,7 +169,8 @@ def _cagra_rows(b: Bench, nq: int) -> tuple[list[dict], dict]:
     return [{**r, "threads": b.p.engine.threads} for r in rows], prov
 
 
-@step("recall", needs=("manifest", "graph"))
+@step("recall", needs=("manifest", "graph"),
+      keys=("graph", "engine", "recall", "workload", "load", "scheduler"))
 def recall(ctx: Context) -> Result:
     p: Params = ctx.params
     rp = p.recall

@@ -203,7 +203,8 @@ def _method(rp, threads: int, dev: str) -> str:
                          if dev.startswith("cuda") else "a CPU proxy for the paper's GPU utilisation")
 
 
-@step("roofline", needs=("manifest", "graph"), per="first", processes=True)
+@step("roofline", needs=("manifest", "graph"), per="first", processes=True,
+      keys=("graph", "engine", "recall", "workload", "load", "scheduler", "roofline"))
 def roofline_step(ctx: Context) -> Result:
     p: Params = ctx.params
     rp = p.roofline

@@ -119,7 +119,8 @@ def _method(sp: Scheduler, cap: float) -> str:
         f"time / (stalled + generating time) over all streams.")
 
 
-@step("sched", needs=("manifest", "graph", "trace"), per="first")
+@step("sched", needs=("manifest", "graph", "trace"), per="first",
+      keys=("graph", "engine", "recall", "workload", "load", "scheduler"))
 def sched(ctx: Context) -> Result:
     p: Params = ctx.params
     sp = p.scheduler

@@ -64,7 +64,8 @@ def _pass(eng, v: inputs.Vectors, tms: list[int], n: int, phase: str, k: int) ->
     return rows
 
 
-@step("trace", needs=("manifest", "graph"))
+@step("trace", needs=("manifest", "graph"),
+      keys=("graph", "engine", "trace_queries", "trace_calibration", "recall", "workload", "load", "scheduler"))
 def trace(ctx: Context) -> Result:
     p: Params = ctx.params
     measure.set_threads(p.engine.threads)

@@ -198,7 +198,11 @@ def _encoder(model_path):
     return Encoder(model_path)
 
 
-@step("profile", writes="profile")
+@step("profile", writes="profile",
+      keys=("accelerator", "model", "query_tokens", "slos_s", "pairs", "serving_pairs", "rounds", "profile_levels",
+            "scaling_levels", "stress_step", "stress_max", "stress_repeats", "lengths", "cpu_cores",
+            "cpu_instance_threads", "text_pool", "batch_delay_ms", "start_timeout_s", "overhead_batch",
+            "overhead_repeats"))
 def profile(ctx: Context) -> Result:
     p: Params = ctx.params
     clock = Clock()

@@ -262,7 +262,11 @@ async def _run(svc, p: Params, pool, fit, depths, encoder, refs, seed) -> tuple[
         return {"final_depths": {"/".join(map(str, k)): v for k, v in final.items()}}, rows
 
 
-@step("serving", needs=("profile",), writes="serving")
+@step("serving", needs=("profile",), writes="serving",
+      keys=("accelerator", "model", "query_tokens", "slos_s", "pairs", "serving_pairs", "rounds", "cpu_cores",
+            "cpu_instance_threads", "text_pool", "batch_delay_ms", "start_timeout_s", "fine_tune_step",
+            "fine_tune_max_runs", "search_repeats", "overload_factor", "overhead_batch", "overhead_repeats",
+            "openloop"))
 def serving(ctx: Context) -> Result:
     p: Params = ctx.params
     clock = Clock()
