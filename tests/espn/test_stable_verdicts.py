@@ -22,12 +22,19 @@ def _build(inputs) -> dict:
     return {r.claim_id: r for r in claims.build(data, STUDY.parameters(PARAMS_OVERRIDES), "t")}
 
 
-def _with_native_probes(tmp_path, qd1: float, qd32: float, pairs: int = 10, busy: bool = False) -> dict:
-    """The fake records with the native disk's probe pairs replaced."""
+EMULATED = {"ssd_emulation": "fuse-latency", "ssd_latency_us": 100.0, "ssd_threads": 32}
+
+
+def _with_native_probes(tmp_path, qd1: float, qd32: float, pairs: int = 10, busy: bool = False,
+                        ssd: str = "native") -> dict:
+    """The fake records with the probe pairs of the native disk (or of the emulated SSD) replaced."""
     inputs = write_all(tmp_path, "ok")
     df = records.read(inputs["e2e"][0])
-    keep = df[~((df.phase == "probe") & (df.ssd == "native"))]
-    new = pd.DataFrame(probe_rows(np.random.default_rng(1), "native", qd1, qd32, "measured", pairs=pairs, busy=busy))
+    keep = df[~((df.phase == "probe") & (df.ssd == ssd))]
+    tag = {} if ssd == "native" else EMULATED
+    new = pd.DataFrame([{**r, **tag} for r in probe_rows(np.random.default_rng(1), ssd, qd1, qd32,
+                                                          "measured" if ssd == "native" else "emulated",
+                                                          pairs=pairs, busy=busy)])
     records.write(inputs["e2e"][0], pd.concat([keep, new], ignore_index=True),
                   {"build": df.attrs["provenance"]["build"]})
     return _build(inputs)
@@ -114,3 +121,43 @@ def test_a_second_stage_runs_while_a_worker_row_is_undecided(tmp_path):
     assert STUDY.parameters(PARAMS_OVERRIDES).e2e_second_stage is False   # off unless a profile turns it on
     assert e2e.decided(df, STUDY.parameters({**PARAMS_OVERRIDES, "e2e_second_stage": True})) is False
     assert e2e.decided(df, STUDY.parameters(PARAMS_OVERRIDES)) is True
+
+
+SIBLINGS = ("speedup-vs-mmap{}", "target-prefetch-not-slower-than-direct{}")
+
+
+@pytest.mark.parametrize("ssd,suffix", [("native", ""), ("emulated", "-emulated-ssd-100us")])
+def test_a_failed_parallel_premise_grades_every_sibling_the_same(tmp_path, ssd, suffix):
+    """Every row on a device that rests on the SSD serving many reads at once (the speed-up over mmap and the
+    prefetch target) reads "needs hardware we lack" when that premise fails there: the native target has 4
+    workers (it would read reproduced), the emulated one 2 (it would read inconclusive for too few)."""
+    rows = _with_native_probes(tmp_path, 20000.0, 40000.0, pairs=32, ssd=ssd)   # 2x on this device only
+    for cid in (c.format(suffix) for c in SIBLINGS):
+        r = rows[cid]
+        assert r.verdict == core_claims.NEEDS_HARDWARE, (cid, r.verdict, r.reason)
+        assert "the SSD serves many reads at once" in r.premise and "the whole interval is below it" in r.premise
+        assert "32 interleaved QD1/QD32 probe pairs" in r.premise and "fewer than the 3" not in r.reason
+    other = "-emulated-ssd-100us" if ssd == "native" else ""   # the other device's premise still holds
+    assert rows[f"target-prefetch-not-slower-than-direct{other}"].verdict != core_claims.NEEDS_HARDWARE
+
+
+@pytest.mark.parametrize("ssd,suffix", [("native", ""), ("emulated", "-emulated-ssd-100us")])
+def test_an_undecided_parallel_premise_leaves_every_sibling_inconclusive(tmp_path, ssd, suffix):
+    rows = _with_native_probes(tmp_path, 20000.0, 80000.0, ssd=ssd)   # 4x: the interval straddles the bar
+    for cid in (c.format(suffix) for c in SIBLINGS):
+        assert rows[cid].verdict == core_claims.INCONCLUSIVE and "straddles" in rows[cid].premise
+
+
+def test_more_probe_pairs_narrow_the_premise_interval():
+    """Issue 29: the emulated device's probe pairs went from 4 to 16 before and after its configuration; on
+    the same spread of pairs, 4x as many give an interval about half as wide (the bar never moves)."""
+    rng = np.random.default_rng(7)
+
+    def width(n):
+        p = pd.DataFrame({"probe_qd1_iops": 3000 * rng.lognormal(0, 0.1, n),
+                          "probe_qd32_iops": 10500 * rng.lognormal(0, 0.15, n), "process": np.arange(n) % 2})
+        _, lo, hi = claims.qd_gain(p, 0.975)
+        return hi - lo
+    few, many = np.median([width(16) for _ in range(5)]), np.median([width(64) for _ in range(5)])
+    assert many < 0.75 * few
+    assert e2e.SSD_PROBE_PAIRS == 16 and claims.MIN_QD_GAIN == 4.0

@@ -193,7 +193,10 @@ def _prefetch_target(e: E2E, ssd: str) -> claims.Claim:
     """The harness's target: direct + the cut-concurrent prefetcher no slower than direct reads. One unit per
     fresh worker process (a budget in a process of the step) that ran both: the ratio of their median
     per-query latencies in it; a Student-t interval over those workers (:func:`t_interval`). Both back ends
-    read with O_DIRECT, so where their caps never bound the budget does not touch them and the budgets pool."""
+    read with O_DIRECT, so where their caps never bound the budget does not touch them and the budgets pool.
+    The prefetcher's reads run beside the critical path's, so the row rests on the same premise as its sibling
+    ``speedup-vs-mmap`` on this device (:func:`_parallel`, the SSD serves many reads at once) and grades a
+    failed premise the same way ("needs hardware we lack"), before counting its workers."""
     cid = f"target-prefetch-not-slower-than-direct{_suffix(ssd)}"
     text = ("target: direct + cut-concurrent prefetcher no slower than direct I/O without prefetching"
             + ("" if ssd == "native" else f" ({ssd_words(e.all, ssd)})"))
@@ -228,12 +231,13 @@ def _prefetch_target(e: E2E, ssd: str) -> claims.Claim:
               + (_pool_words(used, left_out, "both back ends read with O_DIRECT, so a cap that does not bind does not "
                              "touch them") if pool is free else f"budget {half} alone (the table at 2x its memory): "
                  "a cap bound there") + (f"; {disk_words(e.all)}" if ssd == "native" else ""))
-    few = n < MIN_WORKERS
+    prem = [_parallel(e, ssd)]
+    few = n < MIN_WORKERS and not any(p.holds is False for p in prem)   # a failed premise decides first
     return claims.claim(
         STUDY, cid, text, "(target)", ours=est, ci=(lo, hi), threshold=1.0, direction="<=", unit="x",
         scale=f"budgets {', '.join(used)} of the table; {_scale(e.prov)}", source=e.source(ssd, used[0]),
         reason=reason + (f"; {_few(n)}" if few else ""), machine_busy=_busy(rows),
-        verdict=claims.INCONCLUSIVE if few else None,
+        verdict=claims.INCONCLUSIVE if few else None, premises=prem,
         interval=f"noise: {n} fresh worker processes, Student t over them")
 
 
