@@ -289,7 +289,7 @@ def decided(rows: pd.DataFrame, params: Params) -> bool:
     return not any(c.verdict == INCONCLUSIVE for c in claims.worker_rows(E2E(df)))
 
 
-@step("e2e", needs=("build",), processes=True, decide=decided)
+@step("e2e", needs=("build",), per="first", processes=True, decide=decided)
 def e2e(ctx: Context) -> Result:
     """The ``e2e`` step: the build (the workers read the query texts from the
     manifest the build names)."""
