@@ -162,3 +162,21 @@ def test_residual_margin_is_numpys_quantile_of_the_window():
         seen.append((now, x))
         window = [v for t, v in seen[-300:] if t >= now - 2.0]
         assert r.margin(now=now) == pytest.approx(max(0.0, float(np.quantile(window, 0.95))), abs=1e-12)
+
+
+def test_table_iii_cells_within_one_stress_step_are_either_way():
+    """Issue 29: the stress climb cannot order depths closer than its step, and a cell's spreads come from one
+    run, so a regression depth within one step of the stress depth is neither surely better nor surely worse
+    (quiet tiny runs read one cell 38, 41, 44 and 45 against a stress depth of 40)."""
+    import pandas as pd
+
+    def cell(reg, stress):
+        key = {"device": "gpu", "pair": "p", "slo_s": 1.0, "kind": "depth", "experiment": "base", "runs": 3}
+        return pd.DataFrame([{**key, "method": "regression", "depth": reg, "depth_low": reg, "depth_high": reg},
+                             {**key, "method": "stress", "depth": stress, "depth_low": stress, "depth_high": stress,
+                              "searches": 2, "bracketed": True}])
+
+    for reg, ge, lt in ((44, False, False), (38, False, False), (48, True, False), (32, False, True)):
+        c = analysis.table_iii_cells(cell(reg, 40), step=8).iloc[0]
+        assert (bool(c.ge_sure), bool(c.lt_sure)) == (ge, lt), reg
+    assert bool(analysis.table_iii_cells(cell(44, 40)).iloc[0].ge_sure)   # without a step: the old point reading

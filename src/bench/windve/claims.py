@@ -250,7 +250,7 @@ def _depths(b: Builder) -> None:
     """Table III: the regression's depths against the stress test's, each cell with its spread (the stress
     test repeated, the regression fitted to each round alone); a cell counts only where every stress search
     was bracketed."""
-    c = analysis.table_iii_cells(b.prof)
+    c = analysis.table_iii_cells(b.prof, step=b.p.stress_step)
     if c.empty:
         b.missing("target-regression-within-8", "regression depth within one stress step", "<= 8", "no depth rows")
         return
@@ -265,16 +265,19 @@ def _depths(b: Builder) -> None:
     k_sure, k_not = int(c.ge_sure.sum()), int(c.lt_sure.sum())
     est = float((c.reg >= c.stress).mean())
     lo, hi = k_sure / n, (n - k_not) / n
-    exact = lo == hi and reps > 1
+    exact = lo == hi and reps > 1 and k_sure + k_not == n
     b.add("regression-as-good-as-stress", "regression depths as good as the stress test's (Table III)",
           "equal or better in 6 of 8 cells", ours=est, ci=(lo, hi) if reps > 1 else (None, None),
           threshold=0.75, unit="share of cells", source=src, search=search,
-          interval=(f"exact: a count over the {n} cells, each cell's regression depths on the same side of every "
-                    f"one of its stress searches' depths" if exact else
-                    "the share counting only cells on one side in every repeat .. counting every cell that is on "
-                    "the regression's side in some repeat"),
+          interval=(f"exact: a count over the {n} cells, each cell's regression depths at least one stress step "
+                    f"({b.p.stress_step}) from every one of its stress searches' depths" if exact else
+                    "the share counting only cells surely on the regression's side .. counting every cell not surely "
+                    f"on the other; a cell is sure only where the depths differ by at least one stress step "
+                    f"({b.p.stress_step}) in every repeat: the climb cannot order them closer, and the repeats are "
+                    "of one run"),
           reason=f"share of the {n} device/pair/SLO cells where the regression depth >= the stress depth "
-                 f"({k_sure} surely, {k_not} surely not, {n - k_sure - k_not} either way over the repeats); {how}; "
+                 f"({k_sure} surely, {k_not} surely not, {n - k_sure - k_not} within one stress step of each other, "
+                 f"either way); {how}; "
                  f"{each}" + ("" if reps > 1 else "; one search per cell, so no interval"))
     worst = c["diff"].idxmax()
     r = c.loc[worst]
