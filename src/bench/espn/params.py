@@ -157,13 +157,6 @@ class Params:
     )
     repeats: int = key(3, minimum=1)
     warmup: int = key(1, minimum=0, description="warm-up passes before the measured ones (end-to-end and quality)")
-    warmup_queries: int | None = key(
-        None,
-        minimum=1,
-        description=("queries in each end-to-end warm-up pass (null: all e2e_queries). The warm-up runs the code "
-                     "paths once from a cold table, as a measured pass does; it is recorded with phase=warmup and "
-                     "never averaged in."),
-    )
     batch_sizes: tuple[int, ...] = key([1, 2, 4, 8, 16, 32, 64], min_items=1)
     batch_repeats: int = key(10, minimum=1, description="measured repeats per batch size (Figures 8-10 rest on them)")
     io_depth: int = key(32, minimum=1)

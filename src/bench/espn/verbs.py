@@ -8,11 +8,15 @@ import argparse
 
 
 def _worker(a: argparse.Namespace) -> None:
+    from ..core import config
     from ..core import params as typed
     from . import worker
     from .params import Params
 
-    p = typed.build(Params, a.params, "espn")   # the parent's validated section, as it passed it
+    # the parent step's section, holding the keys its step declares: the rest are withheld here too (a read of
+    # one fails, named), never filled in silently with a default the profile did not say
+    section = config.validate_section("espn", a.params)
+    p = typed.only(typed.build(Params, section, "espn"), tuple(a.params), "the e2e worker")
     worker.run(a.build, p, a.budget, a.label, a.kinds.split(","), a.mechanism, a.threads, a.out,
                blkio_iops=a.blkio_iops, seed=a.seed, process=a.process, table_path=a.table_path, ssd=a.ssd)
 

@@ -77,7 +77,10 @@ def _batch_rows(b, mem, direct, sel, n, reps, budget_s, device) -> list[dict]:
     return rows
 
 
-@step("batch", needs=("build",), per="first")
+@step("batch", needs=("build",), per="first",
+      keys=("datasets", "block_mode", "index", "k", "nprobe", "prefetch_steps", "prefetch_step", "prefetch_delta",
+            "batch_prefetch_step", "rerank_counts", "partial_rerank", "backends", "repeats", "batch_sizes",
+            "batch_repeats", "io_depth", "device", "maxsim_threads", "io_engine", "prefetch_engine"))
 def batch(ctx: Context) -> Result:
     """The ``batch`` step: the build."""
     from ..system.maxsim import resolve_device

@@ -100,7 +100,11 @@ def build(manifest: str, p: Params, out_dir: str, seed: int, threads: int) -> di
 
 @step("build", needs=("manifest",), kind="build", out_arg="{dataset}",
       out={"meta": "{dataset}/meta.json", "table": "{dataset}/table.espn", "offsets": "{dataset}/table.espn.offsets.npz",
-           "index": "{dataset}/ann.faiss", "queries": "{dataset}/queries.npz"})
+           "index": "{dataset}/ann.faiss", "queries": "{dataset}/queries.npz"},
+      keys=("datasets", "encoder", "encoder_fallback", "empty_passages", "filler_passages", "filler_spread",
+            "block_mode", "index", "k", "nprobe", "prefetch_steps", "prefetch_step", "prefetch_delta",
+            "rerank_counts", "partial_rerank", "batch_sizes", "io_depth", "device", "maxsim_threads", "io_engine",
+            "prefetch_engine"))
 def build_step(ctx: Context) -> None:
     """``bench espn build --input manifest=PATH --out DIR``: the build directory every step reads."""
     build(ctx.input("manifest"), ctx.params, str(ctx.out), ctx.seed, ctx.threads)

@@ -289,7 +289,13 @@ def decided(rows: pd.DataFrame, params: Params) -> bool:
     return not any(c.verdict == INCONCLUSIVE for c in claims.worker_rows(E2E(df)))
 
 
-@step("e2e", needs=("build",), per="first", processes=True, decide=decided)
+@step("e2e", needs=("build",), per="first", processes=True, decide=decided,
+      keys=("enabled", "datasets", "block_mode", "index", "k", "nprobe", "prefetch_steps", "prefetch_step",
+            "prefetch_delta", "rerank_counts", "partial_rerank", "bow_weight", "memory_budgets", "memory_budgets_mib",
+            "budget_mechanism", "cgroup_headroom_mib", "cgroup_headroom_io_mib", "backends", "report_not_run",
+            "e2e_queries", "repeats", "warmup", "batch_sizes", "io_depth", "device", "maxsim_threads", "io_engine",
+            "emulated_ssd", "prefetch_engine", "prefetch_chunk", "steady_tol", "steady_max_passes",
+            "e2e_second_stage"))
 def e2e(ctx: Context) -> Result:
     """The ``e2e`` step: the build (the workers read the query texts from the
     manifest the build names)."""

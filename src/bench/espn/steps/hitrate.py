@@ -55,7 +55,10 @@ def _etas(corpus, idx, scale, params: Params) -> list[tuple[int, int]]:
     return out
 
 
-@step("hitrate", needs=("build",), per="first")
+@step("hitrate", needs=("build",), per="first",
+      keys=("datasets", "block_mode", "index", "k", "nprobe", "hitrate_nprobe", "prefetch_steps", "prefetch_step",
+            "prefetch_delta", "rerank_counts", "partial_rerank", "batch_sizes", "io_depth", "maxsim_threads",
+            "io_engine", "prefetch_engine"))
 def hitrate(ctx: Context) -> Result:
     """The ``hitrate`` step: the build."""
     b = inputs.start(ctx)

@@ -63,7 +63,10 @@ def _fio_rows(table, qd, params: Params, seed) -> list[dict]:
     return rows
 
 
-@step("iops", needs=("build",), per="first")
+@step("iops", needs=("build",), per="first",
+      keys=("datasets", "block_mode", "k", "nprobe", "prefetch_steps", "prefetch_step", "prefetch_delta",
+            "rerank_counts", "partial_rerank", "repeats", "batch_sizes", "io_depth", "iops_depths", "iops_reads",
+            "fio_runtime_s", "device", "maxsim_threads", "io_engine", "prefetch_engine"))
 def iops(ctx: Context) -> Result:
     """The ``iops`` step: the build. Its
     provenance names the engine the direct back end resolves to here (``reader_engine``), which the

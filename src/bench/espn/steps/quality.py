@@ -78,7 +78,11 @@ def _fig6(b: inputs.Build, params: Params, qrels) -> list[dict]:
     return rows
 
 
-@step("quality", needs=("build", "manifest"), per="first")
+@step("quality", needs=("build", "manifest"), per="first",
+      keys=("datasets", "block_mode", "index", "k", "nprobe", "nprobe_sweep", "prefetch_steps", "prefetch_step",
+            "prefetch_delta", "rerank_counts", "partial_rerank", "bow_weight", "backends", "repeats", "warmup",
+            "batch_sizes", "io_depth", "device", "maxsim_threads", "io_engine", "prefetch_engine",
+            "prefetch_chunk"))
 def quality(ctx: Context) -> Result:
     """The ``quality`` step: the build, and the qrels of the dataset's manifest."""
     from ...data import prepared

@@ -95,7 +95,11 @@ def paper_rows() -> list[dict]:
     return rows
 
 
-@step("sizes", needs=("build",), per="first")
+@step("sizes", needs=("build",), per="first",
+      keys=("datasets", "block_mode", "index", "k", "nprobe", "prefetch_steps", "prefetch_step", "prefetch_delta",
+            "rerank_counts", "partial_rerank", "bow_weight", "cgroup_headroom_mib", "cgroup_headroom_io_mib",
+            "backends", "e2e_queries", "repeats", "warmup", "batch_sizes", "io_depth", "device", "maxsim_threads",
+            "io_engine", "prefetch_engine", "prefetch_chunk", "steady_tol", "steady_max_passes"))
 def sizes(ctx: Context) -> Result:
     """The ``sizes`` step: the build (its folder, named by its meta.json)."""
     inputs.dataset_name(ctx.params)
