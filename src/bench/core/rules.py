@@ -55,7 +55,7 @@ def _for(consumer: Step, producer: Step, pattern: str, datasets: list[str]) -> s
 def _wiring(study: Study, s: Step, files: dict[str, dict[str, str]], datasets: list[str],
             manifest: Callable[[str], str]) -> tuple[dict, dict]:
     """``needs`` and ``after`` of one step's job."""
-    by_writes = {p.writes: p for p in study.steps._load().values()}
+    by_writes = {p.writes: p for _, p in study.steps.items()}
     needs, after = {}, {}
     for need in (*s.needs, *(o for o in s.optional if o in by_writes)):
         if need == DATASET_INPUT:
@@ -71,10 +71,13 @@ def _wiring(study: Study, s: Step, files: dict[str, dict[str, str]], datasets: l
     return needs, after
 
 
-def _params(s: Step, section: dict):
-    if s.section_for is None or s.per != "dataset":
-        return section if s.section_for is None else s.section_for(section, (section.get("datasets") or [""])[0])
-    return lambda wc: s.section_for(section, wc.dataset)
+def _params(s: Step, section: dict, datasets: list[str]):
+    """The job's section: as it is, or one dataset's (``section_for``): per job, or the first dataset's."""
+    if s.section_for is None:
+        return section
+    if s.per == "dataset":
+        return lambda wc: s.section_for(section, wc.dataset)
+    return s.section_for(section, datasets[0] if datasets else "")
 
 
 def derive(study: Study, section: dict, *, results: str, indexes: str,
@@ -92,7 +95,7 @@ def derive(study: Study, section: dict, *, results: str, indexes: str,
     for n, s in steps.items():
         needs, after = _wiring(study, s, files, datasets, manifest)
         out = {k: _fill(v, s, datasets) for k, v in files[n].items()}
-        jobs[n] = {"out": out, "needs": needs, "after": after, "params": _params(s, section),
+        jobs[n] = {"out": out, "needs": needs, "after": after, "params": _params(s, section, datasets),
                    "dataset": datasets[0] if s.per == "first" else None,
                    "out_arg": _fill(f"{indexes}/{study.name}/{s.out_arg}", s, datasets) if s.out_arg else None,
                    "threads": s.threads}

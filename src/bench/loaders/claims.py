@@ -50,13 +50,10 @@ def _ratio_config(df, st, name: str, a: dict, b: dict) -> claims.Config:
     return claims.Config(name, e, (lo, hi), A.busy(df, A.run_id(**a), A.run_id(**b)))
 
 
-MIN_ROUNDS = A.MIN_ROUNDS
-
-
 def _enough_rounds(c: claims.Config, rounds: int) -> claims.Config:
-    """A configuration measured in fewer than MIN_ROUNDS rounds keeps its estimate but no interval, so it
+    """A configuration measured in fewer than analysis.MIN_ROUNDS rounds keeps its estimate but no interval, so it
     decides nothing (quiet tiny runs read 0.70 [0.56, 0.82] from 2 rounds, then 0.99 [0.78, 1.11] from 4)."""
-    if rounds >= MIN_ROUNDS:
+    if rounds >= A.MIN_ROUNDS:
         return c
     return claims.Config(f"{c.name} ({rounds} rounds: too few for an interval)", c.ours, (None, None), c.busy)
 
