@@ -129,3 +129,22 @@ def test_recall_step_sweeps_parents_per_extend(study):
     p2 = df[df.system == "engine-continuous-p2"]
     assert set(p2.value) == {10, 32} and (p2.p == 2).all()
     assert (df[df.system == "engine-continuous"].p == study["params"]["engine"]["p"]).all()
+
+
+def test_clear_starts_the_engine_afresh(small, engine_factory):
+    """The roofline times each extend on a fresh admission (issue 29): after ``clear`` an engine mid-search
+    searches new queries exactly as a new engine does (every extend's distance work equal)."""
+    q = small["queries"]
+
+    def fills(e, rows):
+        e.admit(q[rows], [10] * len(rows), [32] * len(rows), [None] * len(rows))
+        out = []
+        for _ in range(3):
+            e.extend()
+            out.append(e.last_fill)
+        return out
+    used = engine_factory(capacity=4, top_m_max=32)
+    fills(used, np.arange(4))
+    used.clear()
+    assert used.n_free() == 4 and used.n_active() == 0
+    assert fills(used, np.arange(4, 8)) == fills(engine_factory(capacity=4, top_m_max=32), np.arange(4, 8))

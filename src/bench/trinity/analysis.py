@@ -11,6 +11,9 @@ import pandas as pd
 from .system import roofline
 
 
+FLAT_LEVEL = 0.95   # the level of the end-gain interval: the claims' premise and the sweep's stop use it alike
+
+
 def measured(df: pd.DataFrame) -> pd.DataFrame:
     """The measured runs (warm-up excluded)."""
     return df[df.phase == "measured"] if "phase" in df else df

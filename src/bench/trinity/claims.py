@@ -225,7 +225,7 @@ def _roofline_interval(m: pd.DataFrame, level: float) -> str:
 
 def _roofline_claims(df: pd.DataFrame, params: Params) -> list[claims.Claim]:
     m = analysis.measured(df)
-    level = 0.95   # one look: the roofline runs a fixed number of processes (its ``stage`` is the pipeline stage)
+    level = analysis.FLAT_LEVEL   # one look: the roofline runs a fixed number of processes (its ``stage`` is the pipeline stage)
     knees = analysis.knees(m, 0, params.roofline.knee_boot)
     out = []
     f = params.roofline.knee_factor

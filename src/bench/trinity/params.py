@@ -249,14 +249,16 @@ class Roofline:
     search_batches: tuple[int, ...] = key([1, 2, 4, 8, 16, 32, 64, 128, 256], min_items=1, items={"minimum": 1})
     search_top_m: int = key(64, minimum=1)
     search_warmup: int = key(2, minimum=0)
-    search_repeats: int = key(5, minimum=1)
+    search_repeats: int = key(20, minimum=1, description="timed extends per batch, split over the fresh processes "
+                              "(an extend takes milliseconds: enough runs per process for the end-gain interval)")
     prefill_batches: tuple[int, ...] = key([1, 2, 4, 8, 16], min_items=1, items={"minimum": 1})
     decode_batches: tuple[int, ...] = key([1, 2, 4, 8, 16, 32, 64, 128], min_items=1, items={"minimum": 1})
     prompt_tokens: int = key(32, minimum=1)
     decode_context: int = key(64, minimum=1)
     lm: LM = key({"d_model": 256, "layers": 2, "heads": 4, "vocab": 8000})
     lm_warmup: int = key(1, minimum=0)
-    lm_repeats: int = key(3, minimum=1)
+    lm_repeats: int = key(6, minimum=1, description="timed prefill passes / decode steps per batch, split over the "
+                          "fresh processes (at least 3 each in tiny's 2, so a process's median is not one run)")
     peak_n: int = key(512, minimum=64)
     knee_boot: int = key(50, minimum=1, description="bootstrap resamples of the knee (refits) in the claims")
     knee_factor: float = key(

@@ -175,12 +175,17 @@ def _ordered(items: list, ctx: Context, what: str) -> list:
 # QD1/QD32 probe pairs (the premise of section 2.3): 4 KiB random O_DIRECT reads per pair on the disk (our
 # reader) and on an emulated device (fuse_ssd.measure_qd: the emulated QD32 check reads qd_reads, QD1 a quarter)
 DISK_PROBE_READS = (500, 2000)   # QD1, QD32: ~0.1 s a pair on this VM's disk (QD1 ~15k, QD32 ~50k IOPS)
-DISK_PROBE_PAIRS = 2             # pairs before each native configuration, in each process of the step
+# pairs at the start and before each native configuration, in each process of the step: 6 (60 in a 2-process
+# tiny step), up from 2 (issue 29: 20 pairs in all read 2.54x [2.00, 3.26], 2.71x [2.43, 3.14] and 3.56x
+# [3.20, 4.06] on three quiet tiny runs against the 4x bar); ~0.1 s a pair, the 40 more cost ~4 s of the step
+DISK_PROBE_PAIRS = 6
 # pairs before and again after an emulated device's configuration, in each process of the step: 16 (64 in a
 # 2-process step), up from 4 (issue 29: 16 pairs in all read 3.51x [3.13, 3.90], 3.19x [2.98, 4.05] and 3.60x
 # [3.30, 4.19] on three quiet tiny runs, intervals as wide as their distance to the 4x bar). A pair takes
-# ~0.08-0.09 s on the tiny 100 us device: the 48 more pairs cost ~4-4.5 s of the step.
-SSD_PROBE_PAIRS = 16
+# ~0.08-0.09 s on the tiny 100 us device: the 48 more pairs cost ~4-4.5 s of the step. 24 (96 in a 2-process
+# step) since: 64 pairs read 3.97x [3.74, 4.09], 3.93x [3.77, 4.16] and 3.77x [3.56, 3.95] on three quiet
+# runs of c21e732; the 32 more pairs cost ~2.7 s.
+SSD_PROBE_PAIRS = 24
 
 
 def _pair_seed(ctx: Context, what: str, j: int) -> int:

@@ -210,6 +210,16 @@ class ExtendEngine:
         self._launched = self.launches
         self._since_sync = 0
 
+    def clear(self) -> None:
+        """Drop every request, results unread, and free all slots (a benchmark starts the same engine afresh
+        on new queries: :meth:`admit` resets each slot it fills)."""
+        with self.torch.no_grad():
+            self.active[:] = False
+            self.fresh[:] = False
+        self.tags, self.k = [None] * self.S, [0] * self.S
+        self.used[:] = False
+        self.free = list(range(self.S))
+
     def n_active(self) -> int:
         """Slots holding a request whose result the host has not read yet."""
         return self.S - len(self.free)
