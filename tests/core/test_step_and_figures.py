@@ -20,6 +20,43 @@ def test_execute_writes_records_with_quiet_check(tmp_path):
     assert prov["cpu"]["family"] is not None or prov["cpu"] == {}
 
 
+def test_a_step_that_times_nothing_neither_waits_nor_reruns(tmp_path, monkeypatch):
+    """Issue 29: a modelled step (``timed=False``) ran beside the pipeline's other jobs and waited up to 20 s
+    twice for them to stop; it now starts at once, runs once however busy the machine is, and its rows are
+    never machine_busy."""
+    from bench.core import quiet
+    from bench.core.study import step
+
+    def no_wait(*a, **k):
+        raise AssertionError("waited for a quiet machine")
+    monkeypatch.setattr(quiet, "wait_until_quiet", no_wait)
+
+    class Busy:
+        busy, others_share, wall_s = True, 0.9, 0.01
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *a):
+            pass
+
+        def record(self):
+            return {"others_share": 0.9, "wall_s": 0.01, "busy": True}
+    monkeypatch.setattr(quiet, "Span", Busy)
+    calls = []
+
+    @step("modelled", timed=False)
+    def modelled(ctx):
+        calls.append(1)
+        return Result(pd.DataFrame({"x": [1.0]}), method="a model", source="modelled")
+    execute(Context("demo", "modelled", {}, "t", 3, 1, tmp_path / "m.parquet"), modelled)
+    df = records.read(tmp_path / "m.parquet")
+    assert calls == [1] and not df.machine_busy.any() and (df.reruns == 0).all()
+    assert "times nothing" in df.attrs["provenance"]["quiet_check"]["how"]
+    with pytest.raises(ValueError, match="times nothing"):
+        step("both", processes=True, timed=False)(lambda c: None)
+
+
 def test_registry_draw_needs_its_records(tmp_path):
     reg = Registry()
 

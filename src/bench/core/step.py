@@ -166,17 +166,22 @@ def _processes(ctx: Context, step: Callable[[Context], Result]) -> tuple[Result,
 def execute(ctx: Context, step: Callable[[Context], Result]) -> Path:
     """Run ``step`` under the common protocol and write its record set to ``ctx.out`` (in
     ``ctx.processes`` fresh processes where the step declares ``processes=True``): wait for a quiet
-    machine first, rerun busy repeats (bounded), record the waits and reruns."""
+    machine first, rerun busy repeats (bounded), record the waits and reruns. A step declared
+    ``timed=False`` (it times nothing) neither waits nor reruns; the CPU beside it is still recorded."""
     thread_info = measure.set_threads(ctx.threads)
-    before = quiet.wait_until_quiet()
+    decl = getattr(step, "step", None)
+    timed = getattr(decl, "timed", True)
+    before = quiet.wait_until_quiet() if timed else {**quiet.sample(), "waited_s": 0.0, "quiet": None}
     prov = provenance.collect(profile=ctx.profile, config=ctx.section or ctx.params, seed=ctx.seed)
-    split = ctx.processes > 1 and getattr(getattr(step, "step", None), "processes", False)
+    split = ctx.processes > 1 and getattr(decl, "processes", False)
     if split:
         res, log = _processes(ctx, step)
         df = res.records.copy()
     else:
         res, log = _attempts(lambda: step(dataclasses.replace(ctx, processes=1)),
-                             lambda s: s <= quiet.RERUN_MAX_S)
+                             lambda s: timed and s <= quiet.RERUN_MAX_S)
+        if not timed:   # what others ran beside it changes nothing in its rows
+            log.update(busy=False, untimed=True)
         df = _tag(res, log)
     after = quiet.sample()
     busy = bool(df["machine_busy"].any())
@@ -192,6 +197,8 @@ def execute(ctx: Context, step: Callable[[Context], Result]) -> Path:
                                  "reruns_bound": quiet.RERUNS,
                                  "how": "waited for a quiet machine before the step; each repeat's others' "
                                         "share of the CPU measured while it ran; a busy repeat run again "
-                                        "after another wait (bounded); machine_busy: still busy after that"}})
+                                        "after another wait (bounded); machine_busy: still busy after that"
+                                 if timed else "the step times nothing (modelled or simulated rows): no wait "
+                                 "for a quiet machine and no rerun; others' share of the CPU recorded only"}})
     prov.update(res.provenance)
     return records.write(ctx.out, df, prov, res.summary)

@@ -44,6 +44,7 @@ class Step:
     out_arg: str | None = None   # a build's ``--out`` when it is not the first file (a folder), same place
     threads: int | None = None   # the job's threads (None: every core; a measurement runs alone)
     section_for: Callable | None = None   # (section, dataset) -> the section one dataset's job is given
+    timed: bool = True   # False: it times nothing (a model, a simulation): no wait for quiet, no reruns
 
     def __call__(self, ctx):
         return self.fn(ctx)
@@ -53,7 +54,7 @@ def step(name: str, *, needs: tuple[str, ...] = (), optional: tuple[str, ...] = 
          kind: str = "measure", processes: bool = False, decide: Callable | None = None,
          keys: tuple[str, ...] | None = None, per: str | None = None, out: str | dict | None = None,
          out_arg: str | None = None, threads: int | None = None,
-         section_for: Callable | None = None) -> Callable[[Callable], Callable]:
+         section_for: Callable | None = None, timed: bool = True) -> Callable[[Callable], Callable]:
     """Declare a step in its module: ``@step("recall", needs=("manifest", "index"), writes="recall")``.
     A need may be a glob (``index_*``) where a step reads one file per dataset. ``writes`` defaults to the
     step's name. ``processes=True``: the step can repeat cheaply, so it splits its measured repeats
@@ -71,7 +72,10 @@ def step(name: str, *, needs: tuple[str, ...] = (), optional: tuple[str, ...] = 
     files, ``out="{dataset}.faiss"`` or ``{name: pattern}`` (the first is the one its consumers are given,
     the rest they wait for), under ``data/<profile>/indexes/<study>/``, and ``out_arg`` when its ``--out`` is
     a folder. ``threads``: the job's threads (default every core). ``section_for(section, dataset)``: the
-    section one dataset's job is given (a per-dataset override), so an override reruns that dataset only."""
+    section one dataset's job is given (a per-dataset override), so an override reruns that dataset only.
+    ``timed=False``: the step times nothing (its rows are modelled or simulated), so it does not wait for a
+    quiet machine nor rerun (:func:`bench.core.step.execute`): it runs beside the pipeline's other jobs, and
+    waiting on them only held a core (up to ``quiet.WAIT_BOUND_S`` twice, on the critical path)."""
     if kind not in ("measure", "build"):
         raise ValueError(f"step {name}: kind must be measure or build, not {kind!r}")
     per = per or ("dataset" if DATASET_INPUT in needs else "study")
@@ -84,8 +88,10 @@ def step(name: str, *, needs: tuple[str, ...] = (), optional: tuple[str, ...] = 
     def mark(fn: Callable) -> Callable:
         if processes and kind != "measure":
             raise ValueError(f"step {name}: only a measurement step repeats across processes")
+        if processes and not timed:
+            raise ValueError(f"step {name}: a step that times nothing has no repeats to split over processes")
         fn.step = Step(name, fn, tuple(needs), tuple(optional), writes or name, kind, processes, decide,
-                       None if keys is None else tuple(keys), per, files, out_arg, threads, section_for)
+                       None if keys is None else tuple(keys), per, files, out_arg, threads, section_for, timed)
         fn.reads, fn.optional_reads = tuple(needs), tuple(optional)   # what bench.core.doors checks
         return fn
     return mark

@@ -45,7 +45,7 @@ def _energy_row(dsname, cfg, g, bs, pe, pl) -> dict | None:
             "paper_energy_mj": paper_mj, "source": src, "note": note}
 
 
-@step("energy", optional=("search",), keys=("batch_sizes", "energy", "fpga"))
+@step("energy", optional=("search",), timed=False, keys=("batch_sizes", "energy", "fpga"))
 def energy(ctx: Context) -> Result:
     """Energy per query for CPU and ChamVS configurations, paper values beside.
 

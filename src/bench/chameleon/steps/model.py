@@ -103,7 +103,7 @@ def _ours(f: Fpga, index_paths: list[str]) -> list[dict]:
     return out
 
 
-@step("model", optional=("index",), keys=("datasets", "pq_m", "nlist", "nprobe", "k", "fpga"))
+@step("model", optional=("index",), timed=False, keys=("datasets", "pq_m", "nlist", "nprobe", "k", "fpga"))
 def model(ctx: Context) -> Result:
     """Calibrate on the authors' reference point (+ two batch-1 latencies); predict all their other FPGA points."""
     p: Params = ctx.params

@@ -67,7 +67,7 @@ def _fig8_row(units: int, K: int, dist_iid: np.ndarray, dist_real: np.ndarray | 
     return row
 
 
-@step("queue", optional=("manifest", "index"), keys=("pq_m", "nlist", "nprobe", "k", "queue"))
+@step("queue", optional=("manifest", "index"), timed=False, keys=("pq_m", "nlist", "nprobe", "k", "queue"))
 def queue(ctx: Context) -> Result:
     """Figures 7 and 8; the simulation runs on real PQ distances when ``--input manifest/index`` are given."""
     p: Params = ctx.params

@@ -22,7 +22,7 @@ def _method(pp, ext: float, knee: float, per_dev: float) -> str:
             f"loads are multiples of one device's throughput at the knee Q={knee:.0f} ({per_dev:.0f} requests/s).")
 
 
-@step("placement", needs=("roofline", "trace"), per="first", threads=1,
+@step("placement", needs=("roofline", "trace"), per="first", threads=1, timed=False,
       keys=("graph", "engine", "recall", "workload", "load", "scheduler", "placement"))
 def placement_step(ctx: Context) -> Result:
     p: Params = ctx.params
