@@ -225,7 +225,8 @@ def _roofline_interval(m: pd.DataFrame, level: float) -> str:
 
 def _roofline_claims(df: pd.DataFrame, params: Params) -> list[claims.Claim]:
     m = analysis.measured(df)
-    level = analysis.FLAT_LEVEL   # one look: the roofline runs a fixed number of processes (its ``stage`` is the pipeline stage)
+    # one look: the roofline runs a fixed number of processes (its ``stage`` is the pipeline stage)
+    level = analysis.FLAT_LEVEL
     knees = analysis.knees(m, 0, params.roofline.knee_boot)
     out = []
     f = params.roofline.knee_factor

@@ -120,6 +120,11 @@ def _flat_by_interval(rows: list[dict], peak: float, g: float) -> bool:
     return bool(np.isfinite(e["hi"]) and e["hi"] < g * SWEEP_MARGIN)
 
 
+def _flattened(rows: list[dict], us: list[tuple[int, float]], peak: float, g: float) -> bool:
+    """Both rules: the medians flattened (:func:`_flat`) and so did the interval (:func:`_flat_by_interval`)."""
+    return _flat([u for _, u in us], g) and _flat_by_interval(rows, peak, g)
+
+
 def sweep(batches, at, peak: float, rp, fixed=None) -> tuple[list[dict], dict]:
     """The listed batches, then doublings of the largest until the gain flattens (:func:`_flat`: the last
     two batches each within ``rp.flat_gain`` of the best before them, and :func:`_flat_by_interval`: the
@@ -134,7 +139,7 @@ def sweep(batches, at, peak: float, rp, fixed=None) -> tuple[list[dict], dict]:
         us.append((x, _u(r, peak)))
     if fixed:
         (x0, u0), (x1, u1) = us[-2], us[-1]
-        flat = _flat([u for _, u in us], rp.flat_gain) and _flat_by_interval(rows, peak, rp.flat_gain)
+        flat = _flattened(rows, us, peak, rp.flat_gain)
         return rows, {"flattened": flat, "last_gain": u1 / u0 - 1 if u0 > 0 else float("nan"), "from_x": x0,
                       "to_x": x1, "added": len(fixed) - len(batches), "stopped": "the first process's range",
                       "max_x": x1}
@@ -142,7 +147,7 @@ def sweep(batches, at, peak: float, rp, fixed=None) -> tuple[list[dict], dict]:
     while True:
         (x0, u0), (x1, u1) = us[-2] if len(us) > 1 else (None, float("nan")), us[-1]
         gain = u1 / u0 - 1 if len(us) > 1 and u0 > 0 else float("nan")
-        flat = _flat([u for _, u in us], rp.flat_gain) and _flat_by_interval(rows, peak, rp.flat_gain)
+        flat = _flattened(rows, us, peak, rp.flat_gain)
         why = ("flattened" if flat else "max_doublings reached" if added >= rp.max_doublings else
                "sweep_budget_s spent" if spent >= rp.sweep_budget_s else "")
         if why:
