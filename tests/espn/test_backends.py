@@ -103,6 +103,22 @@ def test_cgroup_cap():
     assert not cap.path.exists()
 
 
+def test_a_cap_at_the_machine_memory_measures_without_binding():
+    """The cached run's cap (memory-saved's numerator): the machine's memory as its limit, its peak recorded."""
+    ok, why = memory.cgroup_available()
+    if not ok:
+        pytest.skip(f"cgroup memory cap (v1 or v2) unavailable: {why}")
+    assert memory.machine_bytes() > 2**28
+    with memory.CgroupCap(memory.machine_bytes(), name="bench-espn-test-unlimited") as cap:
+        import mmap
+
+        buf = mmap.mmap(-1, 8 * 2**20)
+        buf.write(b"\1" * (8 * 2**20))
+        s = cap.stats()
+        assert s["cgroup_max_usage_bytes"] >= 8 * 2**20 and not s.get("cgroup_failcnt")
+        buf.close()
+
+
 def test_blkio_throttle_slows_direct_reads(tmp_path):
     """The emulated slower SSD: a read-IOPS cap on the table's disk, cgroup blkio (v1) or io.max (v2), as
     root."""

@@ -35,7 +35,7 @@ def test_rows_and_verdicts(tmp_path, emulated):
     assert rows["target-reader-vs-fio"].ours == pytest.approx(60000 / 81000, rel=0.05)
     assert rows["batch-threshold-exact"].verdict == core_claims.OUT_OF_REACH
     assert rows["hit-rate-over-90"].verdict == core_claims.REPRODUCED  # 0.9 + noise, capped at 1
-    assert rows["memory-saved"].ours == pytest.approx(174 / 34, rel=0.01)
+    assert rows["memory-saved"].ours == pytest.approx(190 / 20, rel=0.01)   # measured peaks, not file sizes
     assert rows["speedup-vs-ssd-reads"].source == "emulated"
     bc = rows["bow-vs-cls-size"]  # 40 BOW vectors of 64 B against one 256-B CLS per passage: 10x, no spread
     assert bc.ours == bc.ci_low == bc.ci_high == pytest.approx(10.0) and bc.verdict == core_claims.REPRODUCED
@@ -71,6 +71,28 @@ def test_a_budget_that_did_not_bind_puts_the_row_out_of_reach(tmp_path):
     rows = {r.claim_id: r for r in claims.build(core_records.read_kinds(inputs), STUDY.parameters(PARAMS_OVERRIDES), "t")}
     assert rows["speedup-vs-mmap"].verdict == core_claims.OUT_OF_REACH
     assert "the memory budget binds" in rows["speedup-vs-mmap"].reason
+
+
+def test_memory_saved_pairs_measured_peaks_in_each_process(tmp_path):
+    """memory-saved divides the cached run's measured peak by ESPN's in the same fresh process (the heap
+    counts on both sides, never a file size on one); without the cached run's peak it is not run."""
+    import pandas as pd
+
+    from bench.core import records
+
+    inputs = write_all(tmp_path, "ok")
+    df = records.read(inputs["e2e"][0])
+    cached = df.backend.eq("memory")
+    df.loc[cached, "cgroup_max_usage_bytes"] = df.loc[cached, "process"].map({0: 200e6, 1: 100e6})
+    records.write(inputs["e2e"][0], pd.DataFrame(df), {"build": df.attrs["provenance"]["build"]})
+    rows = {r.claim_id: r for r in claims.build(core_records.read_kinds(inputs), STUDY.parameters(PARAMS_OVERRIDES), "t")}
+    mem = rows["memory-saved"]   # process 0: 200 / 20 twice; process 1: 100 / 20.1 twice
+    assert mem.ours == pytest.approx((10 * 10 * (100 / 20.1) ** 2) ** 0.25, rel=1e-6)
+    assert "10.00, 4.98, 10.00, 4.98" in mem.reason and mem.ci_low < 5 < mem.ci_high
+    df.loc[cached, "cgroup_max_usage_bytes"] = float("nan")
+    records.write(inputs["e2e"][0], pd.DataFrame(df), {"build": df.attrs["provenance"]["build"]})
+    rows = {r.claim_id: r for r in claims.build(core_records.read_kinds(inputs), STUDY.parameters(PARAMS_OVERRIDES), "t")}
+    assert rows["memory-saved"].source == "not_run" and "the cached run" in rows["memory-saved"].reason
 
 
 def test_busy_machine_makes_a_verdict_inconclusive(tmp_path):

@@ -133,8 +133,9 @@ class Params:
     cgroup_headroom_mib: float = key(
         48,
         minimum=0,
-        description=("memory cap headroom of mmap and memory (their few per-query buffers) on top of the ANN index "
-                     "and the embedding budget; what is left over serves mmap as page cache"),
+        description=("memory cap headroom of mmap and memory (their heap: per-query buffers and what glibc keeps, "
+                     "charged to the cap) on top of the ANN index and the embedding budget; what is left over serves "
+                     "mmap as page cache"),
     )
     cgroup_headroom_io_mib: float = key(
         96,

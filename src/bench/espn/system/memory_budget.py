@@ -20,6 +20,7 @@ Mechanisms, best first (each record names the one that enforced its budget):
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from ...core import cgroups
@@ -79,6 +80,11 @@ def cap_bytes(budget: dict) -> int:
     """The cgroup limit of a budget: ANN index + embedding pages + headroom (``budget_total_bytes``)."""
     return int(budget.get("budget_total_bytes") or
                budget["ann_index_bytes"] + budget["budget_embedding_bytes"] + budget["headroom_bytes"])
+
+
+def machine_bytes() -> int:
+    """The machine's physical memory: the limit of a cap that only measures (it never binds)."""
+    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
 
 
 # memory.stat's reclaim counter: v2 pgsteal (pages reclaimed); v1 has none, so its file refaults
