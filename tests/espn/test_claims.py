@@ -93,6 +93,10 @@ def test_memory_saved_pairs_measured_peaks_in_each_process(tmp_path):
     records.write(inputs["e2e"][0], pd.DataFrame(df), {"build": df.attrs["provenance"]["build"]})
     rows = {r.claim_id: r for r in claims.build(core_records.read_kinds(inputs), STUDY.parameters(PARAMS_OVERRIDES), "t")}
     assert rows["memory-saved"].source == "not_run" and "the cached run" in rows["memory-saved"].reason
+    df.loc[cached, "cgroup_max_usage_bytes"], df.loc[cached, "process"] = 200e6, 7   # no process ran both
+    records.write(inputs["e2e"][0], pd.DataFrame(df), {"build": df.attrs["provenance"]["build"]})
+    rows = {r.claim_id: r for r in claims.build(core_records.read_kinds(inputs), STUDY.parameters(PARAMS_OVERRIDES), "t")}
+    assert rows["memory-saved"].source == "not_run" and "measured both" in rows["memory-saved"].reason
 
 
 def test_busy_machine_makes_a_verdict_inconclusive(tmp_path):

@@ -463,6 +463,9 @@ def _memory_saved(e: E2E) -> claims.Claim:
     mem = cached.assign(p=claims.process_of(cached)).groupby("p").cgroup_max_usage_bytes.max().dropna()
     esp = rows.assign(p=claims.process_of(rows)).groupby(["budget", "p"]).cgroup_max_usage_bytes.max().dropna()
     pairs = [(mem[p], v) for (_, p), v in esp.items() if p in mem.index]
+    if not pairs:
+        return claims.claim(STUDY, "memory-saved", text, _range(PV.MEMORY_REDUCTION), ours=None, source="not_run",
+                            reason="no fresh process of the step measured both the cached run's peak and ESPN's")
     ratios = np.array([m / v for m, v in pairs])
     level = sequential.level_of(rows) if len(rows) else 0.95
     est, lo, hi = t_interval(ratios, level)
