@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import time
 
 import numpy as np
@@ -219,16 +220,24 @@ def _charge_index(s: Setup) -> dict:
     return {"ann_charged_bytes": charged, "ann_balloon_bytes": short}
 
 
+@functools.cache
+def _own_symbols():
+    """The symbols already loaded in this process (libc among them), opened once: ``find_library`` would run
+    ``ldconfig`` at every back end."""
+    import ctypes
+
+    return ctypes.CDLL(None)
+
+
 def _release(s: Setup) -> dict:
     """Free what the previous back end left (its objects, then the heap glibc keeps for reuse) so the next
     one's cgroup peak starts from the worker's own baseline; returns the cap's usage after that."""
-    import ctypes
-    import ctypes.util
     import gc
 
     gc.collect()
-    with contextlib.suppress(OSError, AttributeError, TypeError):
-        ctypes.CDLL(ctypes.util.find_library("c")).malloc_trim(0)   # glibc only; elsewhere nothing to trim
+    trim = getattr(_own_symbols(), "malloc_trim", None)   # glibc only; elsewhere nothing to trim
+    if trim is not None:
+        trim(0)
     usage = s.cap.stats().get("cgroup_usage_bytes") if s.cap is not None else None
     return {"cgroup_usage_at_start_bytes": float(usage) if usage is not None else np.nan}
 
