@@ -102,3 +102,30 @@ def test_a_loader_measured_in_too_few_rounds_decides_nothing():
     assert C.over_all([two, C.Config("indexed", 0.95, (0.8, 1.1))], 1.0)[0] == C.INCONCLUSIVE
     four = C.Config("in-memory", 0.70, (0.56, 0.82))
     assert L._enough_rounds(four, 4) is four and C.over_all([four], 1.0)[0] == C.NOT_REPRODUCED
+
+
+def test_every_throughput_row_needs_enough_rounds(tmp_path):
+    """analysis.MIN_ROUNDS holds for every throughput row, not only DDP/DP: in-memory-not-faster and
+    irds-ahead-multi-gpu from 2 rounds keep their estimates and decide nothing, and say how many rounds their
+    own runs had; from 3 rounds they have intervals."""
+    import pandas as pd
+
+    from bench.loaders import analysis as A
+
+    df = records.read(train_records(tmp_path / "train.parquet", oom=False))
+    p = STUDY.parameters({})
+
+    def rows_of(n):
+        many = pd.concat([df.assign(round=r) for r in range(n)], ignore_index=True)
+        path = records.write(tmp_path / f"train{n}.parquet", many, {"profile": "test", **df.attrs.get("provenance", {})})
+        return {r.claim_id: r for r in claims.build(records.read_kinds({"train": [path]}), p, "test")}
+
+    two = rows_of(2)
+    for cid in ("in-memory-not-faster", "irds-ahead-multi-gpu"):
+        r = two[cid]
+        assert r.verdict == C.INCONCLUSIVE and r.ci_low is None and r.ours is not None, cid
+        assert f"fewer than {A.MIN_ROUNDS}, too few for an interval" in r.interval, cid
+    assert "2 rounds: too few for an interval" in two["in-memory-not-faster"].reason
+    three = rows_of(3)
+    for cid in ("in-memory-not-faster", "irds-ahead-multi-gpu"):
+        assert three[cid].ci_low is not None and "3 rounds of fresh processes" in three[cid].interval, cid

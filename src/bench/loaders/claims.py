@@ -52,10 +52,19 @@ def _ratio_config(df, st, name: str, a: dict, b: dict) -> claims.Config:
 
 def _enough_rounds(c: claims.Config, rounds: int) -> claims.Config:
     """A configuration measured in fewer than analysis.MIN_ROUNDS rounds keeps its estimate but no interval, so it
-    decides nothing (quiet tiny runs read 0.70 [0.56, 0.82] from 2 rounds, then 0.99 [0.78, 1.11] from 4)."""
+    decides nothing (quiet tiny runs read 0.70 [0.56, 0.82] from 2 rounds, then 0.99 [0.78, 1.11] from 4). Every
+    throughput row of the grid follows it: in-memory-not-faster's 1-replica runs, 2 rounds on tiny, read
+    0.90-1.04 with intervals wholly outside its band in two quiet runs of three and straddling it in the third."""
     if rounds >= A.MIN_ROUNDS:
         return c
-    return claims.Config(f"{c.name} ({rounds} rounds: too few for an interval)", c.ours, (None, None), c.busy)
+    name = f"{c.name} ({rounds} rounds: too few for an interval)" if c.name else \
+        f"{rounds} rounds: too few for an interval"
+    return claims.Config(name, c.ours, (None, None), c.busy)
+
+
+def _rounds_of(st, a: dict, b: dict) -> int:
+    """The rounds (fresh runs) both runs of a ratio have: the fewer of the two."""
+    return min(len(np.unique(A.rounds(st, **a))), len(np.unique(A.rounds(st, **b))))
 
 
 def _level(df, a: dict, b: dict) -> float:
@@ -70,10 +79,14 @@ def _tput_ratio(st, a: dict, b: dict, level: float = 0.95):
                            groups=(A.rounds(st, **a), A.rounds(st, **b)))
 
 
-def _interval_words(st, what: str = "", level: float = 0.95) -> str:
+def _interval_words(st, what: str = "", level: float = 0.95, rounds: int | None = None) -> str:
     """What the interval resamples; ``what``: the step's name when it runs each configuration once;
-    ``level`` below 0.95: runs of the DDP/DP two-stage design, drawn at its per-look level."""
-    n = A.n_rounds(st)
+    ``level`` below 0.95: runs of the DDP/DP two-stage design, drawn at its per-look level; ``rounds``: the
+    rounds the row's own runs have (the step's stage 2 adds rounds to some runs only), else the step's."""
+    n = A.n_rounds(st) if rounds is None else rounds
+    if 1 < n < A.MIN_ROUNDS:
+        return (f"{n} rounds of fresh processes: fewer than {A.MIN_ROUNDS}, too few for an interval (a bootstrap of "
+                f"{n} rounds has {n * (n + 1) // 2} outcomes), so the row keeps its estimate and decides nothing")
     if level < 0.95:
         return (f"bootstrap {level:.3g} interval over up to {n} rounds of fresh processes, then their measured "
                 "steps (runs of the DDP/DP two-stage design: its per-look level)")
@@ -103,13 +116,14 @@ def _configs_at(df, parallel: str, replicas: int) -> bool:
 
 def _throughput_claims(df, st) -> list[claims.Claim]:
     out = []
-    one = [_ratio_config(df, st, f"{par.upper()}, 1 replica", {"loader": "ir_datasets", "parallel": par, "replicas": 1},
-                         {"loader": "in-memory", "parallel": par, "replicas": 1})
-           for par in ("ddp", "dp") if _configs_at(df, par, 1)]
+    pairs = [(f"{par.upper()}, 1 replica", {"loader": "ir_datasets", "parallel": par, "replicas": 1},
+              {"loader": "in-memory", "parallel": par, "replicas": 1}) for par in ("ddp", "dp") if _configs_at(df, par, 1)]
+    one = [_enough_rounds(_ratio_config(df, st, name, a, b), _rounds_of(st, a, b)) for name, a, b in pairs]
     out.append(claims.claim(STUDY, "in-memory-not-faster", "in-memory is not faster: ir_datasets within about 2% of it "
                             "(1 GPU; DDP and DP)", "-1.25% (DDP) / +0.8% (DP)", configs=one, band=(0.98, 1.02),
                             unit="x in-memory samples/s", scale=_scale(df, "1 replica, DDP and DP"),
-                            interval=_interval_words(st),
+                            interval=_interval_words(st, rounds=min((_rounds_of(st, a, b) for _, a, b in pairs),
+                                                                    default=None)),
                             reason="median per-step samples/s ratio; 'within about 2%' is a two-sided band [0.98, 1.02], "
                                    "judged over both parallelisms the paper reports"))
     n = A.max_replicas(df)
@@ -121,11 +135,12 @@ def _throughput_claims(df, st) -> list[claims.Claim]:
             ("ddp-faster-than-dp", "DDP is slightly faster than DP (GIL), every loader", _ddp_over_dp_paper("ir_datasets")))]
     if n >= 2:
         a, b = {"loader": "ir_datasets", "parallel": "ddp", "replicas": n}, {"loader": "in-memory", "parallel": "ddp", "replicas": n}
-        e, lo, hi = _tput_ratio(st, a, b, _level(df, a, b))
+        c = _enough_rounds(claims.Config.of("", _tput_ratio(st, a, b, _level(df, a, b))), _rounds_of(st, a, b))
+        e, (lo, hi) = c.ours, c.ci
         out.append(claims.claim(STUDY, "irds-ahead-multi-gpu", "ir_datasets is ahead of in-memory with two or more GPUs",
                            "+2.33% (DDP, 2 GPUs)", ours=e, ci=(lo, hi), threshold=1.0, unit="x in-memory samples/s",
                            scale=_scale(df, f"DDP, {n} replicas"), target=0.95,
-                           interval=_interval_words(st, level=_level(df, a, b)),
+                           interval=_interval_words(st, level=_level(df, a, b), rounds=_rounds_of(st, a, b)),
                            machine_busy=A.busy(df, f"ir_datasets/ddp/{n}", f"in-memory/ddp/{n}"),
                            reason="median per-step samples/s ratio; passes when the whole interval is >= 1; the same "
                                   "measurement judges the harness's target 'ir_datasets >= 95% of in-memory's "

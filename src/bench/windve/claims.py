@@ -416,12 +416,16 @@ def quantile_ci(values, q: float = 0.99, level: float = 0.95) -> tuple[float, fl
 
 def _dispatch(b: Builder, ov: pd.DataFrame) -> None:
     """dispatch-under-0.1ms: every request's Algorithm 1 decision, recorded per request by each step's service
-    process (``dispatch`` rows); the p99 over all of them, its interval the hull of each fresh process's
-    order-statistic interval (run-to-run noise: the processes' p99s differ by more than one process's interval). The quantity is the manager's cost: the
-    event loop thread's CPU time in the decision (``dispatch_cpu_us``). Its wall time is reported beside it:
-    on 2 cores the event loop shares a core with the load generator and the CPU instance, so the wall time's
-    tail is the time the thread was descheduled, which moves with the machine's load, not with the manager.
-    Older records: the wall time, of the overload answers alone where there are no ``dispatch`` rows."""
+    process (``dispatch`` rows). The claim covers every request the manager decides, so it is judged over both
+    workloads (:func:`claims.over_all`): the profiling sweep (concurrency up to overload) and the serving run,
+    each with its p99 and that p99's order-statistic interval. They are two configurations, not two repeats:
+    on quiet tiny runs the profiling sweep's p99 (0.13-0.14 ms) sat above the serving run's (0.10-0.11 ms) in
+    every run, by more than either interval, while each moved within its own interval from run to run; a hull
+    of the two read their difference as noise. The quantity is the manager's cost: the event loop thread's CPU
+    time in the decision (``dispatch_cpu_us``). Its wall time is reported beside it: on 2 cores the event loop
+    shares a core with the load generator and the CPU instance, so the wall time's tail is the time the thread
+    was descheduled, which moves with the machine's load, not with the manager. Older records: the wall time,
+    of the overload answers alone where there are no ``dispatch`` rows."""
     parts = [df[df.kind == "dispatch"].assign(service_process=step)
              for step, df in (("profile", b.prof), ("serving", b.serv)) if "kind" in df and (df.kind == "dispatch").any()]
     text = "the queue manager costs less than 0.1 ms per request"
@@ -436,23 +440,25 @@ def _dispatch(b: Builder, ov: pd.DataFrame) -> None:
         return
     d = pd.concat(parts, ignore_index=True)
     col = "dispatch_cpu_us" if "dispatch_cpu_us" in d and d.dispatch_cpu_us.notna().any() else "dispatch_us"
-    per = {pr: quantile_ci(g[col].dropna() / 1000.0) for pr, g in d.groupby("service_process")}
-    each = "; ".join(f"{pr} {e:.3g} ms [{lo:.3g}, {hi:.3g}]" for pr, (e, lo, hi) in per.items())
-    wall = "; ".join(f"{pr} {_p99_words(g.dispatch_us)}" for pr, g in d.groupby("service_process"))
+    configs = [claims.Config.of(_WORKLOAD[pr], quantile_ci(g[col].dropna() / 1000.0), busy=_step_busy(b, pr))
+               for pr, g in d.groupby("service_process")]
+    wall = "; ".join(f"{_WORKLOAD[pr]} {_p99_words(g.dispatch_us)}" for pr, g in d.groupby("service_process"))
     what = ("the event loop thread's CPU time in each decision (the manager's own work)" if col == "dispatch_cpu_us"
             else "the wall time of each decision")
-    b.add("dispatch-under-0.1ms", text, "< 0.1 ms", ours=quantile_ci(d[col].dropna() / 1000.0)[0],
-          ci=(min(v[1] for v in per.values()), max(v[2] for v in per.values())), threshold=PV.DISPATCH_MS,
-          direction="<=", unit="ms (p99)", source="measured", machine_busy=any(_step_busy(b, pr) for pr in per),
-          interval=f"run-to-run: the hull of the {len(per)} fresh service processes' order-statistic 95% intervals "
-                   "of their p99 (the processes' p99s differ by more than each one's interval: the tail moves from "
-                   "process to process, so no one process's interval is the claim's)",
+    b.add("dispatch-under-0.1ms", text, "< 0.1 ms", configs=configs, threshold=PV.DISPATCH_MS,
+          direction="<=", unit="ms (p99)", source="measured",
+          interval=(f"each workload's order-statistic 95% interval of its p99, over every decision of its one fresh "
+                    f"service process (the two workloads are configurations, not repeats: no run-to-run repeat "
+                    f"within a workload)"),
           reason=f"Algorithm 1's own decision (the deadline prediction included), recorded by the service for every "
-                 f"request it decided, {len(d)} in {len(per)} fresh service processes; the p99 of {what} over all "
-                 f"of them, each process's beside it: {each}"
+                 f"request it decided, {len(d)} in {len(configs)} workloads (one fresh service process each); the "
+                 f"p99 of {what}; the claim covers every request, so every workload"
                  + (f"; wall-time p99 beside it (not judged: on 2 cores the event loop shares a core with the load "
                     f"generator and the CPU instance, so the wall tail is time descheduled): {wall}"
                     if col == "dispatch_cpu_us" else ""))
+
+
+_WORKLOAD = {"profile": "the profiling sweep (concurrency to overload)", "serving": "the serving run"}
 
 
 def _p99_words(us: pd.Series) -> str:
