@@ -8,6 +8,7 @@ import re
 
 import matplotlib.colors as mcolors
 import numpy as np
+import pandas as pd
 import pytest
 
 from bench.core import claims as C
@@ -124,7 +125,22 @@ def test_cpu_utilisation_against_the_papers_80(rows):
     r = rows.loc["cpu-utilisation-rises"]
     assert r.threshold == pytest.approx(PV.CPU_UTIL["bge"][1])
     assert "doubles" not in r.reason and "80%" in r.reason
-    assert r.ci_low <= r.ours <= r.ci_high
+    # the closed rounds of one service process are one run: no interval, no verdict (issue 29)
+    assert pd.isna(r.ci_low) and pd.isna(r.ci_high) and r.verdict == C.INCONCLUSIVE
+    assert "one service process" in r.interval and "decides nothing" in r.interval
+
+
+def test_cpu_utilisation_interval_resamples_fresh_service_processes():
+    from bench.windve.claims import _util_interval
+
+    one = pd.DataFrame({"kind": "util", "config": "offload", "service_cores": [0.8, 0.82], "machine_cores": 1})
+    est, ci, words = _util_interval(one, pd.Series([0.8, 0.82]))
+    assert ci == (None, None) and est == pytest.approx(0.81) and "no interval" in words
+    two = pd.DataFrame({"kind": "util", "config": "offload", "process": [0, 0, 1, 1],
+                        "service_cores": [0.8, 0.82, 0.9, 0.92], "machine_cores": 1})
+    on = pd.Series([0.8, 0.82, 0.9, 0.92])
+    est, (lo, hi), words = _util_interval(two, on)
+    assert lo <= est <= hi and hi - lo > 0.05 and "2 fresh service processes" in words
 
 
 def test_acc_not_dropping_judges_every_slo(rows):
