@@ -436,10 +436,12 @@ def _dispatch(b: Builder, ov: pd.DataFrame) -> None:
     """dispatch-under-0.1ms: every request's Algorithm 1 decision, recorded per request by each step's service
     process (``dispatch`` rows). The claim covers every request the manager decides, so it is judged over both
     workloads (:func:`claims.over_all`): the profiling sweep (concurrency up to overload) and the serving run,
-    each with its p99 and that p99's order-statistic interval. They are two configurations, not two repeats:
-    on quiet tiny runs the profiling sweep's p99 (0.13-0.14 ms) sat above the serving run's (0.10-0.11 ms) in
-    every run, by more than either interval, while each moved within its own interval from run to run; a hull
-    of the two read their difference as noise. The quantity is the manager's cost: the event loop thread's CPU
+    each with its p99 and that p99's order-statistic interval. They are two configurations by construction
+    (different loads on the manager), not two repeats of one: a hull of their intervals read the difference
+    between the workloads as noise (in three quiet tiny runs the sweep's p99 read 0.13-0.14 ms and the serving
+    run's 0.10-0.11 ms, each interval narrower than that gap). Each workload runs in one fresh service process,
+    so its interval holds no run-to-run noise, and the row says so: in one later quiet run the sweep's p99 read
+    0.103 ms. The quantity is the manager's cost: the event loop thread's CPU
     time in the decision (``dispatch_cpu_us``). Its wall time is reported beside it: on 2 cores the event loop
     shares a core with the load generator and the CPU instance, so the wall time's tail is the time the thread
     was descheduled, which moves with the machine's load, not with the manager. Older records: the wall time,
