@@ -100,13 +100,17 @@ def test_quantile_interval_is_order_statistics_and_covers():
     assert claims.quantile_ci(a) == claims.quantile_ci(a.copy())   # no resampling: the same values, the same interval
 
 
-def _dispatch(us_profile, us_serving, wall_factor: float = 1.0):
+def _dispatch(us_profile, us_serving, wall_factor: float = 1.0, processes: int = 2):
+    """The dispatch row from synthetic decision times, each workload's requests split over ``processes``
+    fresh service processes."""
     prof = _prof(stress_spread=8)
     serv = synthetic.serving_df()
-    prof = pd.concat([prof, pd.DataFrame({"kind": "dispatch", "dispatch_cpu_us": us_profile,
-                                          "dispatch_us": us_profile * wall_factor})], ignore_index=True)
-    serv = pd.concat([serv, pd.DataFrame({"kind": "dispatch", "dispatch_cpu_us": us_serving,
-                                          "dispatch_us": us_serving * wall_factor})], ignore_index=True)
+    extra = []
+    for us in (us_profile, us_serving):
+        extra.append(pd.DataFrame({"kind": "dispatch", "dispatch_cpu_us": us, "dispatch_us": us * wall_factor,
+                                   "process": np.arange(len(us)) % processes}))
+    prof = pd.concat([prof, extra[0]], ignore_index=True)
+    serv = pd.concat([serv, extra[1]], ignore_index=True)
     return _rows(prof, serv).loc["dispatch-under-0.1ms"]
 
 
@@ -127,6 +131,19 @@ def test_dispatch_is_judged_over_both_workloads():
     assert _dispatch(slow, slow[::-1]).verdict == C.NOT_REPRODUCED
     row = _dispatch(fast, fast[::-1], wall_factor=20.0)   # the wall tail (descheduled) is reported, not judged
     assert row.verdict == C.REPRODUCED and "wall-time p99 beside it" in row.reason
+
+
+def test_dispatch_from_one_process_per_workload_decides_nothing():
+    """Issue 29 (honest intervals): a workload measured in one fresh service process has no run-to-run noise in
+    its interval (its p99 moved 0.072-0.126 ms between quiet runs, one process's interval about +-10%), so it
+    keeps its p99 and decides nothing, even where that interval lies wholly on one side."""
+    rng = np.random.default_rng(2)
+    fast = rng.uniform(5, 40, 3000)
+    slow = np.r_[fast[:2900], rng.uniform(250, 400, 100)]
+    for prof, serv in ((fast, fast[::-1]), (fast, slow)):
+        row = _dispatch(prof, serv, processes=1)
+        assert row.verdict == C.INCONCLUSIVE and pd.isna(row.ci_low) and row.ours is not None
+        assert "one fresh process: no run-to-run repeat" in row.reason and "not judged" in row.reason
 
 
 def test_service_share_resamples_processes_of_paired_ratios():
