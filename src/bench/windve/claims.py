@@ -484,13 +484,11 @@ def _workload_p99(name: str, g: pd.DataFrame, col: str, busy: bool) -> claims.Co
     """One workload's p99 (ms) as a configuration of the claim: over two or more fresh service processes
     (``process``), the hull of their order-statistic intervals; from one, the p99 with no interval (the
     within-process interval named beside it, not judged)."""
-    v = g[col].dropna() / 1000.0
-    est = quantile_ci(v)[0]
+    est, lo, hi = quantile_ci(g[col].dropna() / 1000.0)
     if "process" in g and g["process"].nunique() > 1:
         per = [quantile_ci(x[col].dropna() / 1000.0) for _, x in g.groupby("process")]
         return claims.Config(f"{name} ({len(per)} fresh processes)", est,
                              (min(p[1] for p in per), max(p[2] for p in per)), busy)
-    _, lo, hi = quantile_ci(v)
     return claims.Config(f"{name} (one fresh process: no run-to-run repeat; within it [{lo:.3g}, {hi:.3g}], not "
                          "judged)", est, (None, None), busy)
 
