@@ -185,3 +185,33 @@ def test_a_zero_width_interval_must_say_why_it_is_exact():
 def test_spread_is_named_as_spread():
     row = claims.claim("s", "sp", "x", "1", ours=1.5, ci=(1.2, 1.8), threshold=1.0, interval="spread")
     assert "spread over configurations, not run-to-run noise" in row.reason
+
+
+def _clustered(rng, m, n, p, spread):
+    """Counts of m clusters of n trials whose success rate moves from cluster to cluster (a shared noise)."""
+    rates = np.clip(rng.normal(p, spread, m), 0, 1)
+    return rng.binomial(n, rates), np.full(m, n)
+
+
+def test_a_clustered_proportion_covers_the_noise_between_clusters():
+    """Korn-Graubard on synthetic clustered trials: it covers the mean rate about as often as it says, where
+    a binomial over the pooled trials (every trial independent) misses most of the time."""
+    rng = np.random.default_rng(7)
+    cover_kg = cover_cp = 0
+    sims = 300
+    for _ in range(sims):
+        k, n = _clustered(rng, 3, 1300, 0.985, 0.01)
+        _, lo, hi = claims.cluster_proportion_ci(k, n)
+        cover_kg += lo <= 0.985 <= hi
+        _, lo, hi = claims.proportion_ci(int(k.sum()), int(n.sum()))
+        cover_cp += lo <= 0.985 <= hi
+    assert cover_kg / sims >= 0.93 and cover_cp / sims < 0.7
+
+
+def test_a_clustered_proportion_keeps_the_exact_floor_and_needs_two_clusters():
+    est, lo, hi = claims.cluster_proportion_ci([1344] * 3, [1344] * 3)      # all pass, no spread: not [1, 1]
+    assert est == 1.0 and hi == 1.0 and 0.99 < lo < claims.proportion_ci(4032, 4032)[1]
+    assert claims.cluster_proportion_ci([1339, 1344, 1338], [1344] * 3)[1] < 0.99   # spread widens it
+    est, lo, hi = claims.cluster_proportion_ci([4000], [4032])                   # one cluster: no interval
+    assert est == pytest.approx(4000 / 4032) and np.isnan(lo) and np.isnan(hi)
+    assert all(np.isnan(claims.cluster_proportion_ci([5], [3])))                # k > n: no estimate

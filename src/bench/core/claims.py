@@ -31,7 +31,8 @@ and the docstrings below), all through :func:`claim`:
 - ``circular="..."``: our value is set by a parameter taken from the paper: a sanity check, never judged;
 - ``interval="noise" | "spread" | "exact: why" | "binomial"``: what the interval is; a zero-width interval
   without an ``exact: ...`` reason is no evidence (inconclusive); :func:`proportion_ci` gives the
-  Clopper-Pearson interval of k of n;
+  Clopper-Pearson interval of k of n, :func:`cluster_proportion_ci` the Korn-Graubard interval where the
+  trials come in clusters (fresh processes) that share their noise;
 - ``search=bracket(levels)``: a search (fine-tuned concurrency, capacity) counts only when bracketed. :mod:`bench.core.ledger` joins every study's rows into the ledger (paper claims first,
 the harness's targets counted apart, history and stability across runs).
 """
@@ -240,6 +241,35 @@ def proportion_ci(k: int, n: int, level: float = 0.95) -> tuple[float, float, fl
     lo = 0.0 if k == 0 else float(beta.ppf(a / 2, k, n - k + 1))
     hi = 1.0 if k == n else float(beta.ppf(1 - a / 2, k + 1, n - k))
     return k / n, lo, hi
+
+
+def cluster_proportion_ci(k: Sequence[float], n: Sequence[float],
+                          level: float = 0.95) -> tuple[float, float, float]:
+    """(k/n pooled, low, high) of a proportion whose trials come in clusters (the fresh processes, or the
+    runs, that share their noise): the Korn-Graubard interval (Korn & Graubard 1998, the NCHS method for
+    survey proportions). The design-based variance of the pooled share is read from the spread of the
+    clusters' counts (ratio estimator, clusters drawn with replacement); the effective size n_eff =
+    p(1-p)/v (never above n: a design effect below 1 is not credited) is shrunk by (t_{n-1}/t_{m-1})^2 for
+    the m clusters' degrees of freedom, and the Clopper-Pearson interval is drawn at that size. All trials
+    passing keeps the Clopper-Pearson floor at the shrunk size, never [1, 1]. Fewer than two clusters: no
+    interval (nothing measures the noise between them)."""
+    from scipy.stats import beta, t
+
+    k, n = np.asarray(k, dtype=float), np.asarray(n, dtype=float)
+    if k.size == 0 or n.sum() <= 0 or np.any(k < 0) or np.any(k > n):
+        return float("nan"), float("nan"), float("nan")
+    big_n, m = float(n.sum()), k.size
+    p = float(k.sum() / big_n)
+    if m < 2:
+        return p, float("nan"), float("nan")
+    v = m / (m - 1) * float(np.sum((k - p * n) ** 2)) / big_n ** 2
+    n_eff = big_n if v <= 0 or p * (1 - p) <= 0 else min(big_n, p * (1 - p) / v)
+    a = 1 - level
+    n_eff *= (t.ppf(1 - a / 2, max(big_n - 1, 1)) / t.ppf(1 - a / 2, m - 1)) ** 2
+    k_eff = p * n_eff
+    lo = 0.0 if p <= 0 else float(beta.ppf(a / 2, k_eff, n_eff - k_eff + 1))
+    hi = 1.0 if p >= 1 else float(beta.ppf(1 - a / 2, k_eff + 1, n_eff - k_eff))
+    return p, lo, hi
 
 
 def _score(lo, hi, threshold, direction, band_high) -> float:

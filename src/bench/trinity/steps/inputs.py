@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pandas as pd
 
 from ...ann import graph as graph_mod
 from ...core import devices, records
@@ -153,8 +154,8 @@ class Traced:
         return event_loop.launches_for(busy, fill, lanes, self.slot_lanes, self.capacity, self.fixed)
 
 
-def load_traces(path: str, seed: int) -> Traced:
-    df = records.read(path)
+def _traced(df: pd.DataFrame, seed: int) -> Traced:
+    """The replay model of one fresh trace process's records."""
     m = df[df.phase == "measured"]
     req, ext = m[m.row == "request"], m[m.row == "extend"]
     traces = {(int(r.qidx), int(r.top_m)): event_loop.Trace(np.asarray(r.steps, dtype=int), np.asarray(r.ids))
@@ -169,3 +170,21 @@ def load_traces(path: str, seed: int) -> Traced:
                   float((full if len(full) else ext).dur_s.mean()), int(req.qidx.max()) + 1, str(df.dataset.iloc[0]),
                   int(df.slot_lanes.iloc[0]) if "slot_lanes" in df else None,
                   bool(df.fixed_shape.iloc[0]) if "fixed_shape" in df else False)
+
+
+def _by_process(df: pd.DataFrame) -> list[pd.DataFrame]:
+    """The trace's records split by the fresh process that measured them (one part where it ran in one)."""
+    if "process" not in df:
+        return [df]
+    return [part for _, part in sorted(df.groupby("process"), key=lambda kv: kv[0])]
+
+
+def load_traces(path: str, seed: int) -> Traced:
+    """The replay model of the trace's first fresh process (the ``load`` and ``placement`` steps)."""
+    return _traced(_by_process(records.read(path))[0], seed)
+
+
+def load_trace_processes(path: str, seed: int) -> list[Traced]:
+    """One replay model per fresh process the trace ran in (the ``sched`` step replays seed r on process
+    r mod their number, so its repeats hold the noise between runs of the live engine)."""
+    return [_traced(part, seed) for part in _by_process(records.read(path))]

@@ -83,17 +83,23 @@ def _outcome_row(o: Outcome, duration: float, token_s: float) -> dict:
             "tokens_per_s": sum(s.tokens for s in o.streams) / duration}
 
 
-def _policy_run(pool: Pool, sp: Scheduler, policy: str, frac: float, seed0: int, rep: int) -> tuple[dict, dict, object]:
-    """One emulated run of ``policy`` at prefill load ``frac`` (seed from the repeat and the load): the
-    row's identifying columns, its measured outcome, and the policy (its control history)."""
+def _policy_run(pools: list[Pool], sp: Scheduler, policy: str, frac: float, seed0: int,
+                rep: int) -> tuple[dict, dict, object]:
+    """One emulated run of ``policy`` at prefill load ``frac`` (seed from the repeat and the load) on the
+    replay of trace process ``rep mod len(pools)``: the row's identifying columns, its measured outcome, and
+    the policy (its control history)."""
     seed = seed0 + 104729 * rep + int(frac * 1000)
+    which = rep % len(pools)
+    pool = pools[which]
     o = _run(pool, sp, policy, frac, seed)
     base = {"policy": policy, "load_frac": frac, "total_load": frac + sp.decode_share,
-            "prefill_rps": frac * pool.capacity_rps, "repeat": rep, "decode_streams": o.n_streams, "source": "emulated"}
+            "prefill_rps": frac * pool.capacity_rps, "repeat": rep, "trace_process": which,
+            "capacity_rps": pool.capacity_rps, "t_ext_full_s": pool.traced.t_full,
+            "decode_streams": o.n_streams, "source": "emulated"}
     return base, _outcome_row(o, sp.duration_s, sp.token_ms / 1e3), o.policy
 
 
-def _sweep_rows(pool: Pool, sp: Scheduler, seed0: int) -> list[dict]:
+def _sweep_rows(pools: list[Pool], sp: Scheduler, seed0: int) -> list[dict]:
     """The sweep: each value of each swept parameter, each policy, ``repeats`` seeds (as the main grid)."""
     sw = sp.sweep
     rows = []
@@ -102,15 +108,19 @@ def _sweep_rows(pool: Pool, sp: Scheduler, seed0: int) -> list[dict]:
             for policy in sw.policies:
                 for rep in range(sw.repeats):
                     swept = dataclasses.replace(sp, **{f.name: value})
-                    base, out, _ = _policy_run(pool, swept, policy, sw.load_frac, seed0, rep)
+                    base, out, _ = _policy_run(pools, swept, policy, sw.load_frac, seed0, rep)
                     rows.append({"row": "sweep", **base, "sweep_param": f.name, "sweep_value": float(value), **out})
     return rows
 
 
-def _method(sp: Scheduler, cap: float) -> str:
-    return inputs.REPLAY + SWEEP.format(load_frac=sp.sweep.load_frac) + (
+def _method(sp: Scheduler, caps: list[float]) -> str:
+    procs = (f"Seed r replays the trace's fresh process r mod {len(caps)} (trace_process), so the seeds hold "
+             f"the noise between runs of the live engine as well as the arrivals'. " if len(caps) > 1 else
+             "Every seed replays the trace's one process. ")
+    return inputs.REPLAY + SWEEP.format(load_frac=sp.sweep.load_frac) + procs + (
         f"Emulated LLM stages: prefill retrievals arrive open-loop ({sp.arrival}) at fractions (load_frac) of "
-        f"the prefill capacity {cap:.0f}/s (slots / (prefill extends x mean extend time at full occupancy)) with "
+        f"the prefill capacity ({', '.join(f'{c:.0f}' for c in caps)}/s, one per trace process: slots / "
+        f"(prefill extends x mean extend time at full occupancy)) with "
         f"deadline L_pre,max = {sp.deadline_factor} x the prefill search time at full occupancy; decode "
         f"streams, sized to use decode_share {sp.decode_share} of the engine's slot-extends when never "
         f"stalled (total_load = load_frac + decode_share), generate {sp.delta_tokens} "
@@ -125,19 +135,20 @@ def sched(ctx: Context) -> Result:
     p: Params = ctx.params
     sp = p.scheduler
     inputs.loaded(p, ctx.input("manifest"), ctx.input("graph"))     # the graph checked, sizes checked
-    traced = inputs.load_traces(ctx.input("trace"), ctx.seed)
     cls = inputs.classes(p)
-    pool = Pool(traced, cls, traced.capacity_rps(cls.prefill))
+    pools = [Pool(t, cls, t.capacity_rps(cls.prefill))
+             for t in inputs.load_trace_processes(ctx.input("trace"), ctx.seed)]
     rows = []
     for policy in sp.policies:
         for frac in sp.prefill_loads:
             for rep in range(sp.repeats):
-                base, out, pol = _policy_run(pool, sp, policy, frac, ctx.seed, rep)
+                base, out, pol = _policy_run(pools, sp, policy, frac, ctx.seed, rep)
                 rows.append({"row": "run", **base, **out})
                 rows += [{"row": "control", **base, **h} for h in pol.history]
-    rows += _sweep_rows(pool, sp, ctx.seed)
+    rows += _sweep_rows(pools, sp, ctx.seed)
     df = pd.DataFrame(rows)
-    df.insert(0, "dataset", traced.dataset)
-    df["capacity_rps"], df["t_ext_full_s"] = pool.capacity_rps, traced.t_full
-    return Result(records=df, method=_method(sp, pool.capacity_rps),
-                  provenance={"capacity_rps": pool.capacity_rps, "t_ext_full_s": traced.t_full})
+    df.insert(0, "dataset", pools[0].traced.dataset)
+    caps = [q.capacity_rps for q in pools]
+    return Result(records=df, method=_method(sp, caps),
+                  provenance={"capacity_rps": caps, "t_ext_full_s": [q.traced.t_full for q in pools],
+                              "trace_processes": len(pools)})

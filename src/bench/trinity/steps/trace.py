@@ -2,7 +2,9 @@
 searched once by the live engine at the serving capacity, recording each request's distance tasks per
 extend and its result ids, and the measured wall time of every extend with its number of launches of the
 fixed-shape distance op. The serving steps (``load``, ``sched``) replay these traces
-(:func:`.inputs.load_traces`)."""
+(:func:`.inputs.load_traces`). Where the profile runs repeatable steps in several fresh processes, the whole
+trace is taken in each (rows carry ``process``): ``sched`` replays its seeds on them in turn, so its
+intervals hold the noise between runs of the live engine, not only the arrivals'."""
 from __future__ import annotations
 
 import numpy as np
@@ -64,7 +66,7 @@ def _pass(eng, v: inputs.Vectors, tms: list[int], n: int, phase: str, k: int) ->
     return rows
 
 
-@step("trace", needs=("manifest", "graph"),
+@step("trace", needs=("manifest", "graph"), processes=True,
       keys=("graph", "engine", "trace_queries", "trace_calibration", "recall", "workload", "load", "scheduler"))
 def trace(ctx: Context) -> Result:
     p: Params = ctx.params
