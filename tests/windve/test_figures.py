@@ -101,7 +101,8 @@ def test_tables_row_from_records(tmp_path, offload, verdict):
     serv.loc[cell & (serv.config == "accelerator_only"), ["total", "total_low", "total_high", "depth_acc"]] = 100
     serv.loc[cell & (serv.config == "offload"), ["total", "total_low", "total_high"]] = offload
     params = STUDY.parameters({"slos_s": list(synthetic.SLOS)})
-    rows = claims.build({"profile": synthetic.profile_df(), "serving": serv}, params, "tiny")
+    two = pd.concat([serv.assign(process=0), serv.assign(process=1)], ignore_index=True)   # two fresh services
+    rows = claims.build({"profile": synthetic.profile_df(), "serving": two}, params, "tiny")
     df = C.frame(rows).set_index("claim_id")
     tables = df[df.index.str.startswith("tables-i-ii-")]
     assert len(tables) == 4                                   # 2 pairs x 2 SLOs, once each
@@ -111,6 +112,26 @@ def test_tables_row_from_records(tmp_path, offload, verdict):
     assert r.threshold == pytest.approx(0.267) and "Table I" in r.reason and "Table II" in r.reason
     assert "np." not in r.reason
     assert isinstance(r.ci_low, float) and not pd.isna(r.ci_low)
+
+
+def test_searches_in_one_service_process_decide_nothing():
+    """Issue 29: the fine-tuning searches of one service process are one run; their range held no run-to-run
+    noise (one quiet run's range ended at +15.6% where the next runs read +19.6% and +22.0%). The Tables rows and
+    the rows built on the same searches keep their range in words and decide nothing."""
+    serv = synthetic.serving_df()
+    cell = (serv.kind == "maxconc") & (serv.pair == "v100-xeon") & (serv.slo_s == max(synthetic.SLOS))
+    serv.loc[cell & (serv.config == "accelerator_only"), ["total", "total_low", "total_high", "depth_acc"]] = 100
+    serv.loc[cell & (serv.config == "offload"), ["total", "total_low", "total_high"]] = (110, 109, 111)
+    params = STUDY.parameters({"slos_s": list(synthetic.SLOS)})
+    df = C.frame(claims.build({"profile": synthetic.profile_df(), "serving": serv.drop(columns="process",
+                                                                                       errors="ignore")},
+                              params, "tiny")).set_index("claim_id")
+    r = df.loc["tables-i-ii-v100-xeon-2s"]
+    assert r.verdict == C.INCONCLUSIVE and "one service process" in r.reason and r.ci_high < 0.2
+    for cid in ("throughput-1.22x", "cost-saving-18.6"):
+        assert df.loc[cid, "verdict"] in (C.INCONCLUSIVE, C.OUT_OF_REACH), cid
+        if df.loc[cid, "verdict"] == C.INCONCLUSIVE and "did not converge" not in df.loc[cid, "reason"]:
+            assert "one service process" in df.loc[cid, "reason"], cid
 
 
 def test_no_measurement_is_scored_twice(recs):

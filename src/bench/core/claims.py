@@ -33,7 +33,9 @@ and the docstrings below), all through :func:`claim`:
   without an ``exact: ...`` reason is no evidence (inconclusive); :func:`proportion_ci` gives the
   Clopper-Pearson interval of k of n, :func:`cluster_proportion_ci` the Korn-Graubard interval where the
   trials come in clusters (fresh processes) that share their noise;
-- ``search=bracket(levels)``: a search (fine-tuned concurrency, capacity) counts only when bracketed. :mod:`bench.core.ledger` joins every study's rows into the ledger (paper claims first,
+- ``search=bracket(levels)``: a search (fine-tuned concurrency, capacity) counts only when bracketed;
+- ``one_run="why"``: the interval comes from one run (the repeats of one fresh process): it holds no
+  run-to-run noise, so the row shows it and decides nothing. :mod:`bench.core.ledger` joins every study's rows into the ledger (paper claims first,
 the harness's targets counted apart, history and stability across runs).
 """
 from __future__ import annotations
@@ -314,13 +316,15 @@ def claim(study: str, claim_id: str, text: str, paper_value: str, *, ours: float
           target: float | None = None, threshold_also: float | None = None,
           band: tuple[float, float] | None = None, configs: Sequence[Config] | None = None,
           premises: Sequence[Premise] = (), observed: tuple[float, float] | None = None,
-          circular: str = "", interval: str = "", search: Search | None = None) -> Claim:
+          circular: str = "", interval: str = "", search: Search | None = None, one_run: str = "") -> Claim:
     """A ledger row with its verdict computed from the interval (or given, for hardware/scale cases); the
     reason ends with why the verdict follows. ``target``: the harness's own threshold on the same
     measurement (one measurement, one row), judged in the reason. The keywords of issue 29 (see the module
     docstring): ``band`` (two-sided equivalence), ``configs`` (judged over all), ``premises``, ``observed``
     (the measured range a fitted value must lie in), ``circular`` (a parameter from the paper: sanity check
-    only), ``interval`` (noise / spread / ``exact: why`` / binomial) and ``search`` (bracketed or not)."""
+    only), ``interval`` (noise / spread / ``exact: why`` / binomial), ``search`` (bracketed or not) and
+    ``one_run`` (why the interval comes from one run, one fresh process: it holds no run-to-run noise, so the
+    row keeps its interval in words and decides nothing)."""
     band_high = None
     if band is not None:
         threshold, band_high, direction = float(band[0]), float(band[1]), WITHIN
@@ -351,7 +355,7 @@ def claim(study: str, claim_id: str, text: str, paper_value: str, *, ours: float
     lead = "; ".join([reason] + notes if reason else notes)
     if verdict is None:
         verdict, because = _decide(claim_id, ours, lo, hi, threshold, direction, band_high, source, machine_busy,
-                                   premises, observed, circular, interval, search)
+                                   premises, observed, circular, interval, search, one_run)
         reason = f"{lead}; {because}" if lead and because else lead or because
         if target is not None and verdict not in (NEEDS_HARDWARE, OUT_OF_REACH) and not circular:
             tv = judge(lo, hi, target, direction if direction != WITHIN else ">=")
@@ -366,7 +370,7 @@ def claim(study: str, claim_id: str, text: str, paper_value: str, *, ours: float
 
 
 def _decide(claim_id, ours, lo, hi, threshold, direction, band_high, source, machine_busy, premises, observed,
-            circular, interval, search) -> tuple[str, str]:
+            circular, interval, search, one_run="") -> tuple[str, str]:
     """(verdict, why) in the order a referee would ask: was it measured, is it circular, do the premises
     hold, did the search converge, was the fitted value observed, is the interval evidence, then the
     interval against the threshold, then the busy machine."""
@@ -397,6 +401,9 @@ def _decide(claim_id, ours, lo, hi, threshold, direction, band_high, source, mac
                                   "observed")
     if threshold is None:
         raise ValueError(f"{claim_id}: a measured claim needs a threshold or an explicit verdict")
+    if one_run:
+        return INCONCLUSIVE, (f"{INCONCLUSIVE}: the interval comes from one run ({one_run}), so it holds no "
+                              f"run-to-run noise and decides nothing{would}")
     if _zero_width(lo, hi) and not interval.startswith("exact"):
         return INCONCLUSIVE, (f"{INCONCLUSIVE}: the interval [{_fmt(lo)}, {_fmt(hi)}] has zero width with no "
                               f"reason it is exact (one value, or identical values resampled): no evidence{would}")

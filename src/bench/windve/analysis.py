@@ -125,14 +125,15 @@ def _over_searches(per: list[dict]) -> dict:
 
 def gains(serv: pd.DataFrame) -> pd.DataFrame:
     """Per pair and SLO: accelerator-only and offload max concurrency and the gain, with bounds, over the
-    repeated fine-tuning searches (``search``) where the records have several."""
+    repeated fine-tuning searches (``search``, in each fresh service process ``process``) where the records
+    have several."""
     mc = serv[serv.kind == "maxconc"]
     if "search" not in mc:
         mc = mc.assign(search=0)
     rows = []
     for (pair, slo), g in mc.groupby(["pair", "slo_s"]):
         per = []
-        for _, gs in g.groupby("search"):
+        for _, gs in g.groupby(["process", "search"] if "process" in g else "search"):   # each fresh process's
             a, o = gs[gs.config == "accelerator_only"], gs[gs.config == "offload"]
             if len(a) and len(o):
                 per.append(_gain_row(pair, slo, a.iloc[0], o.iloc[0]))
