@@ -1,6 +1,6 @@
 """Trinity's scheduler rows (section 3.3) read from synthetic and replayed records: the deadline share's
 interval holds the noise between fresh trace processes (Korn-Graubard), one trace process decides nothing,
-and the ``sched`` step replays its seeds on the trace's processes in turn."""
+and the ``sched`` and ``load`` steps replay their seeds on the trace's processes in turn."""
 import numpy as np
 import pandas as pd
 
@@ -48,20 +48,27 @@ def test_one_trace_process_decides_nothing():
     assert rows["target-sched-deadline"].ours == 1.0
 
 
-def test_sched_replays_seeds_on_the_trace_processes_in_turn(study, tmp_path):
-    """A trace taken in two fresh processes (the second twice as slow): seed r replays process r mod 2, each
-    with its own capacity."""
+def test_serving_steps_replay_seeds_on_the_trace_processes_in_turn(study, tmp_path):
+    """A trace taken in two fresh processes (the second twice as slow): in ``sched`` and ``load`` seed r replays
+    process r mod 2, each at its own capacity, and the load rows' intervals resample the processes first."""
     tr = records.read(study["records"]["trace"][0])
     slow = tr.assign(process=1, dur_s=tr.dur_s * 2)
     two = tmp_path / "trace2.parquet"
     records.write(two, pd.concat([tr.assign(process=0), slow], ignore_index=True), tr.attrs.get("provenance", {}))
-    out = tmp_path / "sched.parquet"
-    execute(Context("trinity", "sched", study["typed"], "test", 1, 1, out,
-                    {**study["inputs"], "trace": [str(two)]}, "tiny-sift", section=study["params"]),
-            STUDY.steps["sched"])
-    df = records.read(out)
-    runs = df[df.row == "run"]
-    assert (runs.trace_process == runs.repeat % 2).all()
-    cap = runs.groupby("trace_process").capacity_rps.first()
-    assert np.isclose(cap[0] / cap[1], 2.0, rtol=1e-6)
-    assert df.attrs["provenance"]["trace_processes"] == 2
+    got = {}
+    for name in ("sched", "load"):
+        out = tmp_path / f"{name}.parquet"
+        execute(Context("trinity", name, study["typed"], "test", 1, 1, out,
+                        {**study["inputs"], "trace": [str(two)]}, "tiny-sift", section=study["params"]),
+                STUDY.steps[name])
+        got[name] = df = records.read(out)
+        runs = df[df.row == "run"] if name == "sched" else df[df.engine == "replay"]
+        assert (runs.trace_process == runs.repeat % 2).all(), name
+        cap = runs.groupby("trace_process").capacity_rps.first()
+        assert np.isclose(cap[0] / cap[1], 2.0, rtol=1e-6), name
+        assert df.attrs["provenance"]["trace_processes"] == 2, name
+    rows = {r.claim_id: r for r in claims._lane_claims(got["load"], study["typed"])}
+    assert "2 fresh trace processes they replayed resampled first" in rows["claim-continuous-busy-tiny-sift"].reason
+    one = {r.claim_id: r for r in claims._lane_claims(got["load"][got["load"].trace_process == 0], study["typed"])}
+    assert one["claim-continuous-busy-tiny-sift"].verdict == core_claims.INCONCLUSIVE
+    assert "one trace process" in one["claim-continuous-busy-tiny-sift"].reason

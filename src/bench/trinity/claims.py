@@ -21,24 +21,26 @@ def _load_claims(df: pd.DataFrame, params: Params) -> list[claims.Claim]:
     for (ds, arrival), g in rep.groupby(["dataset", "arrival"]):
         low = g[(g.policy == "continuous") & (g.load_frac == g.load_frac.min())]
         bound = lp.p95_bound_factor * float(low.p95_s.median())
-        sus = {pol: [analysis.sustained(gr, bound) for _, gr in g[g.policy == pol].groupby("repeat")]
-               for pol in ("static", "continuous")}
+        by = {pol: list(g[g.policy == pol].groupby("repeat")) for pol in ("static", "continuous")}
+        sus = {pol: [analysis.sustained(gr, bound) for _, gr in by[pol]] for pol in by}
+        procs = {pol: [int(_trace_of(gr)[0]) for _, gr in by[pol]] for pol in by}   # each seed's trace process
         if min(sus["static"], default=0) <= 0:   # static missed the bound even at the lowest load of a seed
             est = lo = hi = float("nan")
         else:
-            est, lo, hi = claims.ratio_ci(sus["continuous"], sus["static"])
+            est, lo, hi = claims.ratio_ci(sus["continuous"], sus["static"],
+                                          groups=(procs["continuous"], procs["static"]))
         rec = float(g.recall.mean())
         scale = (f"{ds}, {arrival} arrivals, capacity {int(g.capacity.iloc[0])} slots, {g.repeat.nunique()} seeds")
         reason = (f"p95 bound {bound * 1e3:.0f} ms ({lp.p95_bound_factor}x continuous p95 at the lowest load); "
                   f"sustained {np.median(sus['continuous']):.0f} vs {np.median(sus['static']):.0f} requests/s; "
-                  f"mean recall@10 of the request mix {rec:.3f}")
+                  f"mean recall@10 of the request mix {rec:.3f}; {_traces_words(g)}")
         verdict = claims.NOT_REPRODUCED if rec < tr else None
         out.append(claims.claim(STUDY, f"target-continuous-load-{ds}-{arrival}",
                                 "continuous batching sustains >= 1.5x the offered load of static batching under the "
                                 "same p95 bound, at recall@10 >= 0.95", ">= 1.5x (issue target)", ours=est,
                                 ci=(lo, hi), threshold=lp.target_ratio, unit="x", scale=scale, source="emulated",
                                 reason=reason if verdict is None else f"recall {rec:.3f} < {tr}; {reason}",
-                                machine_busy=claims.busy(g), verdict=verdict))
+                                machine_busy=claims.busy(g), verdict=verdict, one_run=_one_trace(g)))
     return out
 
 
@@ -50,31 +52,35 @@ def _lane_claims(df: pd.DataFrame, params: Params) -> list[claims.Claim]:
         hi_load = g[g.load_frac >= lp.high_load]
         if hi_load.empty:
             hi_load = g[g.load_frac == g.load_frac.max()]
-        cont = hi_load[hi_load.policy == "continuous"].lane_util
-        stat = hi_load[hi_load.policy == "static"].lane_util
-        est, lo, hi = claims.bootstrap_ci(cont)
+        cont_rows, stat_rows = (hi_load[hi_load.policy == pol] for pol in ("continuous", "static"))
+        cont, stat = cont_rows.lane_util, stat_rows.lane_util
+        est, lo, hi = claims.bootstrap_ci(cont, groups=_trace_of(cont_rows))
         out.append(claims.claim(STUDY, f"target-lane-util-{ds}", "lane utilisation >= 90% under continuous batching "
                                 "at high load", ">= 0.90 (issue target)", ours=est, ci=(lo, hi),
                                 threshold=lp.target_util, unit="of lanes",
                                 scale=f"{ds}, loads >= {lp.high_load} x capacity, {int(g.lanes.iloc[0])}-lane op",
-                                source="emulated", machine_busy=claims.busy(g),
-                                reason=f"static at the same loads: {np.median(stat):.3f} (median); a busy slot "
+                                source="emulated", machine_busy=claims.busy(g), one_run=_one_trace(g),
+                                reason=f"{_traces_words(g)}; static at the same loads: {np.median(stat):.3f} "
+                                "(median); a busy slot "
                                 "launches all its p x D lanes (candidates its visited set drops are masked, not "
                                 "compacted into one task array as in the paper)"))
-        s_est, s_lo, s_hi = claims.ratio_ci(cont, stat)
+        s_est, s_lo, s_hi = claims.ratio_ci(cont, stat, groups=(_trace_of(cont_rows), _trace_of(stat_rows)))
         c = g[g.load_frac == min(g.load_frac.unique(), key=lambda x: abs(x - lp.claim_load))]
         b = c[c.arrival == ("bursty" if "bursty" in set(c.arrival) else c.arrival.iloc[0])]
-        p_est, p_lo, p_hi = claims.ratio_ci(b[b.policy == "static"].p95_s, b[b.policy == "continuous"].p95_s)
+        bs, bc = b[b.policy == "static"], b[b.policy == "continuous"]
+        p_est, p_lo, p_hi = claims.ratio_ci(bs.p95_s, bc.p95_s, groups=(_trace_of(bs), _trace_of(bc)))
         out.append(claims.claim(STUDY, f"claim-continuous-busy-{ds}", "continuous batching keeps the distance stage "
                                 "busy (vs static)", "qualitative (sec. 3.2)", ours=s_est, ci=(s_lo, s_hi), threshold=1.0,
                                 unit="x static's lane utilisation", scale=f"{ds}, high load", source="emulated",
-                                machine_busy=claims.busy(g), reason="lane utilisation continuous / static at high load"))
+                                machine_busy=claims.busy(g), one_run=_one_trace(g),
+                                reason=f"lane utilisation continuous / static at high load; {_traces_words(g)}"))
         out.append(claims.claim(STUDY, f"claim-continuous-smooth-p95-{ds}", "continuous batching smooths P50/P95 under "
                                 "heterogeneous, bursty queries", "qualitative (sec. 3.2)", ours=p_est, ci=(p_lo, p_hi),
                                 threshold=1.0, unit="x (static p95 / continuous p95)",
                                 scale=f"{ds}, {b.arrival.iloc[0]} arrivals at {c.load_frac.iloc[0]} x capacity",
-                                source="emulated", machine_busy=claims.busy(g),
-                                reason=f"p50 static/continuous {b[b.policy == 'static'].p50_s.median() / b[b.policy == 'continuous'].p50_s.median():.2f}"))
+                                source="emulated", machine_busy=claims.busy(g), one_run=_one_trace(g),
+                                reason=f"p50 static/continuous {bs.p50_s.median() / bc.p50_s.median():.2f}; "
+                                       f"{_traces_words(g)}"))
     return out
 
 
@@ -128,6 +134,21 @@ def _trace_of(rows: pd.DataFrame) -> np.ndarray:
     return rows["trace_process"].to_numpy() if "trace_process" in rows else np.zeros(len(rows), dtype=int)
 
 
+def _traces_words(rows: pd.DataFrame) -> str:
+    """How the replayed seeds' interval holds the live engine's run-to-run noise, in words."""
+    n = len(np.unique(_trace_of(rows)))
+    return (f"interval over seeds, the {n} fresh trace processes they replayed resampled first" if n > 1 else
+            "every seed replayed one trace process")
+
+
+def _one_trace(rows: pd.DataFrame) -> str:
+    """Why a replayed row's interval holds no run-to-run noise (``one_run``), or "" when its seeds replayed two
+    or more fresh trace processes."""
+    return "" if len(np.unique(_trace_of(rows))) > 1 else (
+        "every seed replayed one trace process, so the seeds' spread holds the arrivals' noise, not the live "
+        "engine's")
+
+
 def _deadline_share(tri: pd.DataFrame) -> tuple[float, float, float, str, str]:
     """The share of prefill retrievals that met their deadline, pooled over the seeds, with the Korn-Graubard
     interval over the trace's fresh processes (:func:`bench.core.claims.cluster_proportion_ci`): the seeds
@@ -170,12 +191,7 @@ def _sched_claims(df: pd.DataFrame, params: Params) -> list[claims.Claim]:
     gt, gf = (_trace_of(x) for x in (tri, ff))
     s_est, s_lo, s_hi = claims.ratio_ci(tri.dec_stall_fraction, ff.dec_stall_fraction, groups=(gt, gf))
     t_est, t_lo, t_hi = claims.ratio_ci(tri.tokens_per_s, ff.tokens_per_s, groups=(gt, gf))
-    one = ""
-    if len(np.unique(gt)) < 2:   # the seeds' spread holds the arrivals' noise, not the live engine's
-        one, s_lo, s_hi, t_lo, t_hi = ("; every seed replayed one trace process, so no interval holds the noise "
-                                       "between runs of the live engine: decides nothing"), None, None, None, None
-    else:
-        one = f"; interval over seeds, the {len(np.unique(gt))} fresh trace processes they replayed resampled first"
+    one, words = _one_trace(tri), f"; {_traces_words(tri)}"
     return [
         claims.claim(STUDY, "target-sched-deadline", "Trinity meets the prefill deadline for >= 99% of prefill "
                      "retrievals at a load where FIFO misses > 5%", ">= 0.99 (issue target)", ours=m_est,
@@ -184,14 +200,16 @@ def _sched_claims(df: pd.DataFrame, params: Params) -> list[claims.Claim]:
                      reason=f"{m_words}FIFO met {ff.pre_within_deadline.median():.3f} at this load"),
         claims.claim(STUDY, "target-sched-stall", "... with a decode stall fraction no worse than FIFO's",
                      "<= 1.0x FIFO (issue target)", ours=s_est, ci=(s_lo, s_hi), threshold=1.0, direction="<=",
-                     unit="x FIFO's stall fraction", scale=scale, source="emulated", machine_busy=busy,
-                     reason=f"stall {tri.dec_stall_fraction.median():.3f} vs FIFO {ff.dec_stall_fraction.median():.3f}{one}"),
+                     unit="x FIFO's stall fraction", scale=scale, source="emulated", machine_busy=busy, one_run=one,
+                     reason=f"stall {tri.dec_stall_fraction.median():.3f} vs FIFO "
+                            f"{ff.dec_stall_fraction.median():.3f}{words}"),
         claims.claim(STUDY, "claim-sched-ttft-without-starving", "the stage-aware scheduler protects TTFT without "
                      "starving decode", "qualitative (sec. 3.3)", ours=t_est, ci=(t_lo, t_hi),
                      threshold=sp.decode_tokens_floor, unit="x FIFO's decode tokens/s", scale=scale,
-                     source="emulated", machine_busy=busy,
+                     source="emulated", machine_busy=busy, one_run=one,
                      reason=f"decode tokens/s kept (threshold {sp.decode_tokens_floor}x FIFO); prefill met "
-                            f"{tri.pre_within_deadline.median():.3f} vs FIFO {ff.pre_within_deadline.median():.3f}{one}"),
+                            f"{tri.pre_within_deadline.median():.3f} vs FIFO "
+                            f"{ff.pre_within_deadline.median():.3f}{words}"),
     ]
 
 

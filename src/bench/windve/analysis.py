@@ -133,7 +133,7 @@ def gains(serv: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (pair, slo), g in mc.groupby(["pair", "slo_s"]):
         per = []
-        for _, gs in g.groupby(["process", "search"] if "process" in g else "search"):   # each fresh process's
+        for _, gs in g.groupby(["process", "search"] if "process" in g else "search", dropna=False):   # per process
             a, o = gs[gs.config == "accelerator_only"], gs[gs.config == "offload"]
             if len(a) and len(o):
                 per.append(_gain_row(pair, slo, a.iloc[0], o.iloc[0]))

@@ -65,9 +65,9 @@ class Builder:
 def _one_service(serv: pd.DataFrame, params: Params) -> str:
     """Why the fine-tuning searches' interval holds no run-to-run noise, or "" when they ran in two or more
     fresh service processes (``process``). The serving step runs every search in one service process, so
-    their range (each level's rounds, over ``search_repeats`` searches) is within one run: on one commit the
-    v100-xeon 1 s gain read 0.009, 0.165 and 0.143 in three quiet runs and 0.196, 0.054 and 0.220 in the
-    next three, while one run's range ended at 0.156."""
+    their range (each level's rounds, over ``search_repeats`` searches) is within one run: with the same
+    serving code the v100-xeon 1 s gain read 0.009, 0.165 and 0.143 in three quiet runs and 0.196, 0.054 and
+    0.220 in three more, while one run's range ended at 0.156."""
     mc = serv[serv.kind == "maxconc"] if "kind" in serv else serv
     if "process" in mc and mc["process"].nunique() > 1:
         return ""

@@ -2,8 +2,8 @@
 continuous batching, heterogeneous requests, Poisson and bursty arrivals, across offered loads (fractions
 of the engine's estimated capacity): p50/p95/p99 latency, throughput, lane utilisation of the distance op,
 extends per request. It replays the ``trace`` step's real searches on the event loop's virtual clock
-(:mod:`..system.event_loop`), and runs one load point per policy live (the real engine inside the same
-loop, each extend timed) as a check of the replay."""
+(:mod:`..system.event_loop`), seed r on the trace's fresh process r mod their number, and runs one load
+point per policy live (the real engine inside the same loop, each extend timed) as a check of the replay."""
 from __future__ import annotations
 
 import dataclasses
@@ -56,19 +56,25 @@ def _run(adapter, traced: inputs.Traced, mix: list[RequestClass], pt: Point, p: 
     return event_loop.run(adapter, batching.make(pt.policy, traced.capacity, p.load.flush_ms / 1e3), src)
 
 
-def _replayed(traced: inputs.Traced, mix: list[RequestClass], p: Params, seed0: int) -> list[dict]:
-    lp, cap = p.load, traced.capacity_rps(mix)
+def _replayed(traces: list[inputs.Traced], mix: list[RequestClass], p: Params, seed0: int) -> list[dict]:
+    """The replayed grid: seed r replays the trace's fresh process r mod their number (``trace_process``),
+    at fractions of that process's capacity, so the seeds hold the noise between runs of the live engine."""
+    lp = p.load
     rows = []
     for arrival in lp.arrivals:
         for frac in lp.loads:
             for pol in ("static", "continuous"):
                 for rep in range(lp.repeats):
+                    which = rep % len(traces)
+                    traced = traces[which]
+                    cap = traced.capacity_rps(mix)
                     seed = seed0 + 7919 * rep + int(frac * 1000)
                     n = max(lp.min_requests, int(frac * cap * lp.duration_s))
                     pt = Point(pol, arrival, frac * cap, n, seed)
                     done, log = _run(traced.replay(seed), traced, mix, pt, p)
                     rows.append({"policy": pol, "arrival": arrival, "load_frac": frac, "offered_rps": frac * cap,
-                                 "repeat": rep, "engine": "replay", "source": "emulated",
+                                 "repeat": rep, "trace_process": which, "capacity_rps": cap,
+                                 "t_ext_full_s": traced.t_full, "engine": "replay", "source": "emulated",
                                  **_latency_row(done, log, traced, lp.util_chunks)})
     return rows
 
@@ -81,7 +87,8 @@ def _live(traced: inputs.Traced, mix: list[RequestClass], p: Params, v: inputs.V
         pt = Point(pol, "poisson", live.load * cap, live.n_requests, seed)
         done, log = _run(event_loop.LiveAdapter(eng, v.queries), traced, mix, pt, p)
         rows.append({"policy": pol, "arrival": "poisson", "load_frac": live.load,
-                     "offered_rps": live.load * cap, "repeat": 0, "engine": "live", "source": "measured",
+                     "offered_rps": live.load * cap, "repeat": 0, "trace_process": 0, "capacity_rps": cap,
+                     "t_ext_full_s": traced.t_full, "engine": "live", "source": "measured",
                      **_latency_row(done, log, traced)})
     return rows
 
@@ -93,17 +100,20 @@ def load(ctx: Context) -> Result:
     lp = p.load
     measure.set_threads(p.engine.threads)
     v = inputs.loaded(p, ctx.input("manifest"), ctx.input("graph"))
-    traced = inputs.load_traces(ctx.input("trace"), ctx.seed)
+    traces = inputs.load_trace_processes(ctx.input("trace"), ctx.seed)
+    traced = traces[0]
     mix = inputs.classes(p).mix
-    cap = traced.capacity_rps(mix)
-    df = pd.DataFrame(_replayed(traced, mix, p, ctx.seed) + _live(traced, mix, p, v, ctx.seed))
+    caps = [t.capacity_rps(mix) for t in traces]
+    df = pd.DataFrame(_replayed(traces, mix, p, ctx.seed) + _live(traced, mix, p, v, ctx.seed))
     df.insert(0, "dataset", traced.dataset)
     df["capacity"], df["lanes"] = traced.capacity, traced.lanes
-    df["capacity_rps"], df["t_ext_full_s"] = cap, traced.t_full
     return Result(records=df, method=inputs.REPLAY + (
-        f"Offered loads are fractions of the estimated capacity {cap:.0f} requests/s (capacity {traced.capacity} "
-        f"slots / (mean extends x median extend time at full occupancy {traced.t_full * 1e3:.3f} ms)); "
+        f"Offered loads are fractions of the estimated capacity ({', '.join(f'{c:.0f}' for c in caps)} requests/s, "
+        f"one per fresh trace process; seed r replays process r mod {len(caps)}: capacity {traced.capacity} "
+        f"slots / (mean extends x mean extend time at full occupancy, "
+        f"{', '.join(f'{t.t_full * 1e3:.3f}' for t in traces)} ms)); "
         f"max({lp.min_requests}, rate x {lp.duration_s} s) requests per run, {lp.repeats} seeds per point; "
         f"exact percentiles (numpy). engine=live rows: the real engine in the same loop, each extend timed with "
         f"perf_counter (measured), {lp.live_check.n_requests} Poisson requests."),
-        provenance={"capacity_rps": cap, "t_ext_full_s": traced.t_full, "extends_by_top_m": traced.ext_by_m})
+        provenance={"capacity_rps": caps, "t_ext_full_s": [t.t_full for t in traces], "trace_processes": len(traces),
+                    "extends_by_top_m": traced.ext_by_m})
