@@ -180,11 +180,16 @@ def _by_process(df: pd.DataFrame) -> list[pd.DataFrame]:
 
 
 def load_traces(path: str, seed: int) -> Traced:
-    """The replay model of the trace's first fresh process (the ``load`` and ``placement`` steps)."""
+    """The replay model of the trace's first fresh process (the ``placement`` step)."""
     return _traced(_by_process(records.read(path))[0], seed)
 
 
 def load_trace_processes(path: str, seed: int) -> list[Traced]:
-    """One replay model per fresh process the trace ran in (the ``sched`` step replays seed r on process
-    r mod their number, so its repeats hold the noise between runs of the live engine)."""
+    """One replay model per fresh process the trace ran in (the ``load`` and ``sched`` steps replay seed r
+    on :func:`trace_for` r, so their repeats hold the noise between runs of the live engine)."""
     return [_traced(part, seed) for part in _by_process(records.read(path))]
+
+
+def trace_for(rep: int, traces: list) -> int:
+    """The trace process seed ``rep`` replays: the processes in turn (r mod their number)."""
+    return rep % len(traces)

@@ -65,7 +65,7 @@ def _replayed(traces: list[inputs.Traced], mix: list[RequestClass], p: Params, s
         for frac in lp.loads:
             for pol in ("static", "continuous"):
                 for rep in range(lp.repeats):
-                    which = rep % len(traces)
+                    which = inputs.trace_for(rep, traces)
                     traced = traces[which]
                     cap = traced.capacity_rps(mix)
                     seed = seed0 + 7919 * rep + int(frac * 1000)

@@ -89,7 +89,7 @@ def _policy_run(pools: list[Pool], sp: Scheduler, policy: str, frac: float, seed
     replay of trace process ``rep mod len(pools)``: the row's identifying columns, its measured outcome, and
     the policy (its control history)."""
     seed = seed0 + 104729 * rep + int(frac * 1000)
-    which = rep % len(pools)
+    which = inputs.trace_for(rep, pools)
     pool = pools[which]
     o = _run(pool, sp, policy, frac, seed)
     base = {"policy": policy, "load_frac": frac, "total_load": frac + sp.decode_share,

@@ -2,9 +2,9 @@
 searched once by the live engine at the serving capacity, recording each request's distance tasks per
 extend and its result ids, and the measured wall time of every extend with its number of launches of the
 fixed-shape distance op. The serving steps (``load``, ``sched``) replay these traces
-(:func:`.inputs.load_traces`). Where the profile runs repeatable steps in several fresh processes, the whole
-trace is taken in each (rows carry ``process``): ``sched`` replays its seeds on them in turn, so its
-intervals hold the noise between runs of the live engine, not only the arrivals'."""
+(:func:`.inputs.load_trace_processes`). Where the profile runs repeatable steps in several fresh processes, the whole
+trace is taken in each (rows carry ``process``): ``load`` and ``sched`` replay their seeds on them in turn, so
+their intervals hold the noise between runs of the live engine, not only the arrivals'."""
 from __future__ import annotations
 
 import numpy as np
