@@ -1,25 +1,36 @@
 """Trinity's scheduler rows (section 3.3) read from synthetic and replayed records: the deadline share's
 interval holds the noise between fresh trace processes (Korn-Graubard), one trace process decides nothing,
-and the ``sched`` and ``load`` steps replay their seeds on the trace's processes in turn."""
+the rows are judged at one load the profile fixes (with FIFO's misses there as their premise) and pair the
+policies seed by seed, and the ``sched`` and ``load`` steps replay their seeds on the trace's processes in
+turn."""
 import numpy as np
 import pandas as pd
+import pytest
 
 from bench.core import claims as core_claims, records
+from bench.core.errors import ConfigError
 from bench.core.step import Context, execute
 from bench.trinity import STUDY, claims
 
 
-def _runs(met: dict[str, list[float]], processes: int, n: int = 1344) -> pd.DataFrame:
-    """Scheduler 'run' rows at one overloaded load: per policy, the share met per seed; seed r replayed
-    trace process r mod ``processes``."""
+def _runs(met: dict[str, list[float]], processes: int, n: int = 1344, load: float = 0.6,
+          tokens: dict[str, list[float]] | None = None) -> pd.DataFrame:
+    """Scheduler 'run' rows at prefill load ``load`` (0.6 + decode 0.5: the defaults' first overloaded load):
+    per policy, the share met per seed; seed r replayed trace process r mod ``processes``."""
     rows = []
     for policy, shares in met.items():
         for rep, share in enumerate(shares):
-            rows.append({"row": "run", "policy": policy, "total_load": 1.1, "repeat": rep,
-                         "trace_process": rep % processes, "n_prefill": n, "pre_within_deadline": share,
-                         "dec_stall_fraction": 0.2 if policy == "fifo" else 0.1,
-                         "tokens_per_s": 1000.0 + rep, "machine_busy": False})
+            tok = (tokens or {}).get(policy, [1000.0 + rep] * len(shares))[rep]
+            rows.append({"row": "run", "policy": policy, "load_frac": load, "total_load": load + 0.5,
+                         "repeat": rep, "trace_process": rep % processes, "n_prefill": n,
+                         "pre_within_deadline": share, "dec_stall_fraction": 0.2 if policy == "fifo" else 0.1,
+                         "tokens_per_s": tok, "machine_busy": False})
     return pd.DataFrame(rows)
+
+
+def _rows(df: pd.DataFrame, **scheduler) -> dict[str, core_claims.Claim]:
+    params = STUDY.parameters({"scheduler": scheduler} if scheduler else {})
+    return {r.claim_id: r for r in claims._sched_claims(df, params)}
 
 
 def _deadline(df: pd.DataFrame) -> core_claims.Claim:
@@ -72,3 +83,48 @@ def test_serving_steps_replay_seeds_on_the_trace_processes_in_turn(study, tmp_pa
     one = {r.claim_id: r for r in claims._lane_claims(got["load"][got["load"].trace_process == 0], study["typed"])}
     assert one["claim-continuous-busy-tiny-sift"].verdict == core_claims.INCONCLUSIVE
     assert "one trace process" in one["claim-continuous-busy-tiny-sift"].reason
+
+
+def test_rows_are_judged_at_the_profiles_load_not_where_the_records_first_miss():
+    """FIFO misses at 0.6 and 0.8 in these records; the rows read the first overloaded listed load (0.6), or
+    the one the profile names, never a load chosen from the records (which moved between runs)."""
+    mild = _runs({"fifo": [0.3, 0.3, 0.3, 0.3], "trinity": [1.0] * 4}, processes=2, load=0.6,
+                 tokens={"fifo": [1000.0] * 4, "trinity": [960.0, 950.0, 955.0, 958.0]})
+    heavy = _runs({"fifo": [0.1] * 4, "trinity": [1.0] * 4}, processes=2, load=0.8,
+                  tokens={"fifo": [1000.0] * 4, "trinity": [650.0, 640.0, 660.0, 655.0]})
+    quiet = _runs({"fifo": [1.0] * 4, "trinity": [1.0] * 4}, processes=2, load=0.4)
+    df = pd.concat([quiet, mild, heavy], ignore_index=True)
+    first = _rows(df)["claim-sched-ttft-without-starving"]
+    assert first.verdict == core_claims.REPRODUCED and 0.95 <= first.ours <= 0.96
+    assert "total 1.10 x capacity (the lowest listed load past capacity" in first.scale
+    named = _rows(df, judged_load=0.8)["claim-sched-ttft-without-starving"]
+    assert named.verdict == core_claims.NOT_REPRODUCED and named.ours < 0.7
+    assert "named in the profile" in named.scale
+    with pytest.raises(ConfigError, match="judged_load=0.75: not one of prefill_loads"):
+        STUDY.parameters({"scheduler": {"judged_load": 0.75}}).scheduler.judged()
+
+
+def test_a_load_where_fifo_keeps_its_deadlines_puts_the_rows_out_of_reach():
+    df = _runs({"fifo": [1.0, 0.999, 1.0, 0.999], "trinity": [1.0] * 4}, processes=4)
+    for cid, row in _rows(df).items():
+        assert row.verdict == core_claims.OUT_OF_REACH, cid
+        assert "premise 'FIFO misses > 5% of prefill deadlines at this load' fails" in row.reason, cid
+    none = _rows(_runs({"fifo": [1.0] * 2, "trinity": [1.0] * 2}, processes=2, load=0.4),
+                 prefill_loads=[0.2, 0.4])
+    assert list(none) == ["target-sched-deadline"] and "no listed prefill load overloads" in \
+        none["target-sched-deadline"].reason
+
+
+def test_policy_ratios_pair_each_seed_with_itself():
+    """Trace process 1 runs 1.5x slower than process 0 for both policies; seed by seed Trinity keeps 0.95 of
+    FIFO's tokens. Paired, the ratio is 0.95 with no spread; unpaired (the medians resampled apart), the
+    processes' levels would spread it over [0.63, 1.43]."""
+    fifo = [1000.0, 1500.0, 1000.0, 1500.0, 1000.0, 1500.0]
+    df = _runs({"fifo": [0.3] * 6, "trinity": [1.0] * 6}, processes=2,
+               tokens={"fifo": fifo, "trinity": [0.95 * x for x in fifo]})
+    row = _rows(df)["claim-sched-ttft-without-starving"]
+    assert row.ci_low == pytest.approx(0.95) and row.ci_high == pytest.approx(0.95)
+    assert "ratios paired run by run" in row.reason
+    unpaired = core_claims.ratio_ci(np.array([0.95 * x for x in fifo]), np.array(fifo),
+                                    groups=(np.arange(6) % 2, np.arange(6) % 2))
+    assert unpaired[1] < 0.9 < 1.0 < unpaired[2]

@@ -12,6 +12,8 @@ from .params import Params
 
 RECORDS = ("recall", "load", "sched", "roofline", "placement")
 STUDY = "trinity"
+RUN_KEYS = ("repeat", "load_frac", "arrival")   # a load run's arrivals: its seed, load and arrival process
+PAIRED = "ratios paired run by run (the two policies replayed the same arrivals on the same trace process)"
 
 
 def _load_claims(df: pd.DataFrame, params: Params) -> list[claims.Claim]:
@@ -21,19 +23,19 @@ def _load_claims(df: pd.DataFrame, params: Params) -> list[claims.Claim]:
     for (ds, arrival), g in rep.groupby(["dataset", "arrival"]):
         low = g[(g.policy == "continuous") & (g.load_frac == g.load_frac.min())]
         bound = lp.p95_bound_factor * float(low.p95_s.median())
-        by = {pol: list(g[g.policy == pol].groupby("repeat")) for pol in ("static", "continuous")}
-        sus = {pol: [analysis.sustained(gr, bound) for _, gr in by[pol]] for pol in by}
-        procs = {pol: [int(_trace_of(gr)[0]) for _, gr in by[pol]] for pol in by}   # each seed's trace process
-        if min(sus["static"], default=0) <= 0:   # static missed the bound even at the lowest load of a seed
+        sus = {pol: pd.DataFrame([{"repeat": rep, "trace_process": int(_trace_of(gr)[0]),
+                                   "rps": analysis.sustained(gr, bound)}
+                                  for rep, gr in g[g.policy == pol].groupby("repeat")])
+               for pol in ("static", "continuous")}
+        if sus["static"].empty or sus["static"].rps.min() <= 0:   # static missed the bound at the lowest load
             est = lo = hi = float("nan")
-        else:
-            est, lo, hi = claims.ratio_ci(sus["continuous"], sus["static"],
-                                          groups=(procs["continuous"], procs["static"]))
+        else:   # each seed's continuous over its static (same arrivals, same trace process)
+            est, lo, hi = _paired(sus["continuous"], sus["static"], "rps")
         rec = float(g.recall.mean())
         scale = (f"{ds}, {arrival} arrivals, capacity {int(g.capacity.iloc[0])} slots, {g.repeat.nunique()} seeds")
         reason = (f"p95 bound {bound * 1e3:.0f} ms ({lp.p95_bound_factor}x continuous p95 at the lowest load); "
-                  f"sustained {np.median(sus['continuous']):.0f} vs {np.median(sus['static']):.0f} requests/s; "
-                  f"mean recall@10 of the request mix {rec:.3f}; {_traces_words(g)}")
+                  f"sustained {sus['continuous'].rps.median():.0f} vs {sus['static'].rps.median():.0f} requests/s; "
+                  f"mean recall@10 of the request mix {rec:.3f}; {_traces_words(g)}; {PAIRED}")
         verdict = claims.NOT_REPRODUCED if rec < tr else None
         out.append(claims.claim(STUDY, f"target-continuous-load-{ds}-{arrival}",
                                 "continuous batching sustains >= 1.5x the offered load of static batching under the "
@@ -64,23 +66,24 @@ def _lane_claims(df: pd.DataFrame, params: Params) -> list[claims.Claim]:
                                 "(median); a busy slot "
                                 "launches all its p x D lanes (candidates its visited set drops are masked, not "
                                 "compacted into one task array as in the paper)"))
-        s_est, s_lo, s_hi = claims.ratio_ci(cont, stat, groups=(_trace_of(cont_rows), _trace_of(stat_rows)))
+        s_est, s_lo, s_hi = _paired(cont_rows, stat_rows, "lane_util", RUN_KEYS)
         c = g[g.load_frac == min(g.load_frac.unique(), key=lambda x: abs(x - lp.claim_load))]
         b = c[c.arrival == ("bursty" if "bursty" in set(c.arrival) else c.arrival.iloc[0])]
         bs, bc = b[b.policy == "static"], b[b.policy == "continuous"]
-        p_est, p_lo, p_hi = claims.ratio_ci(bs.p95_s, bc.p95_s, groups=(_trace_of(bs), _trace_of(bc)))
+        p_est, p_lo, p_hi = _paired(bc, bs, "p95_s", RUN_KEYS, flip=True)
         out.append(claims.claim(STUDY, f"claim-continuous-busy-{ds}", "continuous batching keeps the distance stage "
                                 "busy (vs static)", "qualitative (sec. 3.2)", ours=s_est, ci=(s_lo, s_hi), threshold=1.0,
                                 unit="x static's lane utilisation", scale=f"{ds}, high load", source="emulated",
                                 machine_busy=claims.busy(g), one_run=_one_trace(g),
-                                reason=f"lane utilisation continuous / static at high load; {_traces_words(g)}"))
+                                reason=f"lane utilisation continuous / static at high load; {_traces_words(g)}; "
+                                       f"{PAIRED}"))
         out.append(claims.claim(STUDY, f"claim-continuous-smooth-p95-{ds}", "continuous batching smooths P50/P95 under "
                                 "heterogeneous, bursty queries", "qualitative (sec. 3.2)", ours=p_est, ci=(p_lo, p_hi),
                                 threshold=1.0, unit="x (static p95 / continuous p95)",
                                 scale=f"{ds}, {b.arrival.iloc[0]} arrivals at {c.load_frac.iloc[0]} x capacity",
                                 source="emulated", machine_busy=claims.busy(g), one_run=_one_trace(g),
                                 reason=f"p50 static/continuous {bs.p50_s.median() / bc.p50_s.median():.2f}; "
-                                       f"{_traces_words(g)}"))
+                                       f"{_traces_words(g)}; {PAIRED}"))
     return out
 
 
@@ -172,41 +175,77 @@ def _deadline_share(tri: pd.DataFrame) -> tuple[float, float, float, str, str]:
                          f"processes leaves, for {len(per) - 1} degree(s) of freedom"), words
 
 
+def _paired(num: pd.DataFrame, den: pd.DataFrame, col: str, keys: tuple = ("repeat",),
+            flip: bool = False) -> tuple[float, float, float]:
+    """``num``'s ``col`` over ``den``'s (``den`` over ``num`` where ``flip``), run by run: rows equal on ``keys``
+    (and ``trace_process``) replayed the same arrivals (one seed) on the same trace process, so each pair gives
+    one ratio; the median of the ratios, with a bootstrap over trace processes first, then pairs
+    (:func:`bench.core.claims.bootstrap_ci`)."""
+    on = list(keys) + (["trace_process"] if "trace_process" in num and "trace_process" in den else [])
+    m = num.merge(den, on=on, suffixes=("_n", "_d"))
+    a, b = m[f"{col}_n"], m[f"{col}_d"]
+    r = ((b / a) if flip else (a / b)).replace([np.inf, -np.inf], np.nan)
+    ok = r.notna().to_numpy()
+    return claims.bootstrap_ci(r[ok].to_numpy(), groups=_trace_of(m)[ok] if "trace_process" in m else None)
+
+
+def _fifo_premise(ff: pd.DataFrame, sp) -> claims.Premise:
+    """The rows' setting, checked: FIFO misses more than ``fifo_miss`` of prefill deadlines at the judged load
+    (its share's interval wholly below 1 - fifo_miss; wholly above: fails; straddling: undecided)."""
+    est, lo, hi, how, _ = _deadline_share(ff)
+    bar = 1 - sp.fifo_miss
+    none = pd.isna(lo) or pd.isna(hi)
+    holds = None if none else True if hi < bar else False if lo > bar else None
+    iv = "(no interval: one trace process)" if none else f"[{lo:.3f}, {hi:.3f}]"
+    return claims.Premise(f"FIFO misses > {sp.fifo_miss:.0%} of prefill deadlines at this load", holds,
+                          f"FIFO met {est:.3f} {iv} against < {bar:.2f}")
+
+
+def _sched_setting(runs: pd.DataFrame, sp) -> tuple[float | None, str]:
+    """The judged prefill load and how it was chosen, in words (None where no listed load overloads)."""
+    load = sp.judged()
+    if load is None:
+        return None, (f"no listed prefill load overloads the engine with decode share {sp.decode_share} (total "
+                      f"> 1), so the scheduler rows have no setting")
+    how = ("named in the profile (scheduler.judged_load)" if sp.judged_load is not None else
+           "the lowest listed load past capacity, the mildest overload: past it, any policy that meets prefill "
+           "deadlines must cut decode by the excess")
+    return load, (f"prefill load {load:.2f} + decode {sp.decode_share:.2f} = total {load + sp.decode_share:.2f} x "
+                  f"capacity ({how})")
+
+
 def _sched_claims(df: pd.DataFrame, params: Params) -> list[claims.Claim]:
     sp = params.scheduler
     runs = analysis.sched_runs(df)
-    fifo = runs[runs.policy == "fifo"].groupby("total_load").pre_within_deadline.median()
-    bad = fifo[1 - fifo > sp.fifo_miss]
-    busy = claims.busy(runs)
-    if bad.empty or "trinity" not in set(runs.policy):
-        why = "FIFO never missed more than 5% of deadlines in the sweep" if bad.empty else "trinity not run"
+    load, setting = _sched_setting(runs, sp)
+    at = runs[np.isclose(runs.load_frac, load)] if load is not None else runs.iloc[:0]
+    tri, ff = at[at.policy == "trinity"], at[at.policy == "fifo"]
+    if tri.empty or ff.empty:
+        why = setting if load is None else f"trinity and fifo were not both run at {setting}"
         return [claims.claim(STUDY, "target-sched-deadline", "Trinity meets >= 99% of prefill deadlines where FIFO "
                              "misses > 5%", ">= 0.99 (issue target)", ours=None, threshold=sp.target_met,
-                             source="emulated", verdict=claims.INCONCLUSIVE, reason=why)]
-    load = float(bad.index.min())
-    at = runs[runs.total_load == load]
-    tri, ff = at[at.policy == "trinity"], at[at.policy == "fifo"]
-    scale = f"total load {load:.2f} x capacity (lowest load where FIFO misses > {sp.fifo_miss:.0%}), {tri.repeat.nunique()} seeds"
+                             source="emulated", verdict=claims.INCONCLUSIVE, reason=f"not run: {why}")]
+    busy = claims.busy(at)
+    scale = f"{setting}, {tri.repeat.nunique()} seeds"
+    pre = [_fifo_premise(ff, sp)]
     m_est, m_lo, m_hi, m_iv, m_words = _deadline_share(tri)
-    gt, gf = (_trace_of(x) for x in (tri, ff))
-    s_est, s_lo, s_hi = claims.ratio_ci(tri.dec_stall_fraction, ff.dec_stall_fraction, groups=(gt, gf))
-    t_est, t_lo, t_hi = claims.ratio_ci(tri.tokens_per_s, ff.tokens_per_s, groups=(gt, gf))
-    one, words = _one_trace(tri), f"; {_traces_words(tri)}"
+    s_est, s_lo, s_hi = _paired(tri, ff, "dec_stall_fraction")
+    t_est, t_lo, t_hi = _paired(tri, ff, "tokens_per_s")
+    one, words = _one_trace(tri), f"; {_traces_words(tri)}; {PAIRED}"
     return [
         claims.claim(STUDY, "target-sched-deadline", "Trinity meets the prefill deadline for >= 99% of prefill "
                      "retrievals at a load where FIFO misses > 5%", ">= 0.99 (issue target)", ours=m_est,
                      ci=(m_lo, m_hi), threshold=sp.target_met, unit="of prefill", scale=scale, source="emulated",
-                     machine_busy=busy, interval=m_iv,
-                     reason=f"{m_words}FIFO met {ff.pre_within_deadline.median():.3f} at this load"),
+                     machine_busy=busy, interval=m_iv, premises=pre, reason=m_words.rstrip("; ")),
         claims.claim(STUDY, "target-sched-stall", "... with a decode stall fraction no worse than FIFO's",
                      "<= 1.0x FIFO (issue target)", ours=s_est, ci=(s_lo, s_hi), threshold=1.0, direction="<=",
                      unit="x FIFO's stall fraction", scale=scale, source="emulated", machine_busy=busy, one_run=one,
-                     reason=f"stall {tri.dec_stall_fraction.median():.3f} vs FIFO "
-                            f"{ff.dec_stall_fraction.median():.3f}{words}"),
+                     premises=pre, reason=f"stall {tri.dec_stall_fraction.median():.3f} vs FIFO "
+                                          f"{ff.dec_stall_fraction.median():.3f}{words}"),
         claims.claim(STUDY, "claim-sched-ttft-without-starving", "the stage-aware scheduler protects TTFT without "
                      "starving decode", "qualitative (sec. 3.3)", ours=t_est, ci=(t_lo, t_hi),
                      threshold=sp.decode_tokens_floor, unit="x FIFO's decode tokens/s", scale=scale,
-                     source="emulated", machine_busy=busy, one_run=one,
+                     source="emulated", machine_busy=busy, one_run=one, premises=pre,
                      reason=f"decode tokens/s kept (threshold {sp.decode_tokens_floor}x FIFO); prefill met "
                             f"{tri.pre_within_deadline.median():.3f} vs FIFO "
                             f"{ff.pre_within_deadline.median():.3f}{words}"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..core.errors import ConfigError
 from ..core.keys import key
 
 
@@ -224,6 +225,15 @@ class Scheduler:
     stall_target: float = key(0.3, exclusive_minimum=0)
     target_met: float = key(0.99)
     fifo_miss: float = key(0.05)
+    judged_load: float | None = key(
+        None,
+        nullable=True,
+        exclusive_minimum=0,
+        description=("prefill load (one of prefill_loads) at which the deadline, stall and decode-token rows are "
+                     "judged, with FIFO missing > fifo_miss of deadlines there as their premise; null: the lowest "
+                     "listed load whose total (prefill + decode_share) exceeds the engine's capacity, the mildest "
+                     "overload (past it, any policy that meets prefill deadlines must cut decode by the excess)"),
+    )
     decode_tokens_floor: float = key(
         0.9,
         description="'without starving decode': Trinity's decode tokens/s at least this share of FIFO's",
@@ -234,6 +244,19 @@ class Scheduler:
                      "prefill load (the others fixed): each value runs every listed policy for `repeats` seeds "
                      "(rows with row = sweep). An empty `params` sweeps nothing."),
     )
+
+    def judged(self) -> float | None:
+        """The prefill load the scheduler rows are judged at: ``judged_load``, or the lowest listed load whose
+        total with ``decode_share`` exceeds capacity (None where none does). A ``judged_load`` not among
+        ``prefill_loads`` is a configuration error."""
+        loads = sorted(self.prefill_loads)
+        if self.judged_load is not None:
+            if not any(abs(self.judged_load - x) < 1e-9 for x in loads):
+                raise ConfigError(f"trinity.scheduler.judged_load={self.judged_load}: not one of prefill_loads "
+                                  f"{loads}")
+            return float(self.judged_load)
+        over = [x for x in loads if x + self.decode_share > 1 + 1e-9]
+        return float(over[0]) if over else None
 
 
 @dataclass(frozen=True)
@@ -313,7 +336,8 @@ class Params:
     trace_calibration: int = key(
         20,
         minimum=0,
-        description="extends timed at each low occupancy (1, 2, 4, ... slots)",
+        description=("calibration rounds: each fills the engine level by level to every launch count of the distance "
+                     "op, timing 2 extends at each (the replay's cost of a partly full engine relative to a full one)"),
     )
     recall: Recall = key({})
     workload: Workload = key({})

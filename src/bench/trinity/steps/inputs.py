@@ -94,6 +94,7 @@ def check(p: Params, v: Vectors) -> None:
     bad = [x for x in p.scheduler.prefill_loads if not x > 0]
     if bad:
         raise ConfigError(f"trinity.scheduler.prefill_loads: offered load must be > 0, got {bad}")
+    p.scheduler.judged()
 
 
 def loaded(p: Params, manifest: str, graph_path: str) -> Vectors:
@@ -162,14 +163,33 @@ def _traced(df: pd.DataFrame, seed: int) -> Traced:
               for r in req.itertuples()}
     rcol = [c for c in req if c.startswith("recall_at_")][0]
     cap = int(df.capacity.iloc[0])
-    full = ext[ext.active == cap]
+    full = ext[(ext.active == cap) & ~_calibration(ext)]
     samples = list(zip(ext.tasks.astype(int), ext.launches.astype(int), ext.dur_s.astype(float)))
-    return Traced(traces, event_loop.TimeModel(samples, seed), cap, int(df.chunk.iloc[0]),
+    return Traced(traces, _time_model(ext, samples, cap, seed), cap, int(df.chunk.iloc[0]),
                   req.groupby("top_m").extends.mean().to_dict(),
                   {(int(r.qidx), int(r.top_m)): float(getattr(r, rcol)) for r in req.itertuples()},
                   float((full if len(full) else ext).dur_s.mean()), int(req.qidx.max()) + 1, str(df.dataset.iloc[0]),
                   int(df.slot_lanes.iloc[0]) if "slot_lanes" in df else None,
                   bool(df.fixed_shape.iloc[0]) if "fixed_shape" in df else False)
+
+
+def _time_model(ext: pd.DataFrame, samples: list, cap: int, seed: int) -> event_loop.TimeModel:
+    """The measured extend times, shaped by the interleaved calibration rounds where the trace has them
+    (rows with ``round``): the full count is the most frequent count of the full-occupancy extends of the
+    main pass; older traces (no rounds) draw from the nearest measured count."""
+    full_ext = ext[(ext.active == cap) & ~_calibration(ext)]
+    if "round" not in ext or not ext["round"].notna().any() or full_ext.empty:
+        return event_loop.TimeModel(samples, seed)
+    rnd = ext[ext["round"].notna()]
+    full = int(full_ext.launches.mode().iloc[0])
+    shape = event_loop.calibrated_shape(rnd.launches, rnd.dur_s, full)
+    main = [s for s, c in zip(samples, _calibration(ext)) if not c]
+    return event_loop.TimeModel(main, seed, shape or None, full)
+
+
+def _calibration(ext: pd.DataFrame) -> np.ndarray:
+    return ext["calibration"].fillna(False).astype(bool).to_numpy() if "calibration" in ext else \
+        np.zeros(len(ext), dtype=bool)
 
 
 def _by_process(df: pd.DataFrame) -> list[pd.DataFrame]:

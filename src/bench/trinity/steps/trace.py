@@ -25,25 +25,37 @@ METHOD = (
     "searches ((query, top-M) pairs, k = top-M) waiting at t=0; each extend timed with time.perf_counter "
     "(CUDA synchronised) and recorded with its distance tasks and launches (row=extend); each request's tasks "
     "per extend and its ids recorded (row=request). A first pass over {nw} searches is warm-up (phase=warmup). "
-    "Calibration rows: {cal} extends each with 1, 2, 4, ... busy slots (low fills). "
+    "Calibration rows: {cal} rounds, each filling the engine level by level to every launch count of the "
+    "distance op and timing 2 extends at each, then draining it untimed (row=extend, calibration, round). "
     "torch threads: {threads}.")
 
 
-def _calibrate(eng, xq, top_m: int, extends: int) -> list[dict]:
-    """Extend times at low occupancy (1, 2, 4, ... busy slots), which a full offline run rarely visits."""
-    rows, n = [], 1
-    while n < eng.S and extends:
-        ad = event_loop.LiveAdapter(eng, xq)
-        ad.admit([Request(i, i % len(xq), 1, top_m, 0.0) for i in range(n)])
-        for _ in range(extends):
-            if not eng.n_active():
-                break
-            ad.extend()
-        rows += [{"row": "extend", "phase": "measured", "tasks": t, "launches": lch, "dur_s": d, "active": n,
-                  "calibration": True} for t, lch, d in ad.samples]
+def _levels(eng) -> list[int]:
+    """Busy slots that give each launch count of the distance op, 1 up to every slot (the fewest slots
+    with that count, packed from slot 0 as :func:`.event_loop.launches_for` counts them)."""
+    per = max(1, eng.lanes // eng.P)
+    return sorted({min(eng.S, 1 + (n - 1) * per) for n in range(1, eng.launches + 1)} | {eng.S})
+
+
+def _calibrate(eng, xq, top_m: int, rounds: int, per_level: int = 2) -> list[dict]:
+    """The extend time at every launch count, interleaved: each round fills the engine level by level
+    (:func:`_levels`), timing ``per_level`` extends at each, then drains it untimed. A slow stretch of the
+    host then falls on every launch count of a round alike, so the replay's cost of a partly full engine
+    relative to a full one (:class:`.event_loop.TimeModel`) holds no drift between the moments each count
+    was measured (rows carry ``round``)."""
+    rows, levels = [], _levels(eng)
+    for rnd in range(rounds):
+        ad, n, active = event_loop.LiveAdapter(eng, xq), 0, []
+        for level in levels:
+            ad.admit([Request(i, i % len(xq), 1, top_m, 0.0) for i in range(n, level)])
+            n = level
+            for _ in range(per_level):
+                active.append(eng.n_active())
+                ad.extend()
+        rows += [{"row": "extend", "phase": "measured", "tasks": t, "launches": lch, "dur_s": d, "active": a,
+                  "calibration": True, "round": rnd} for (t, lch, d), a in zip(ad.samples, active)]
         while eng.n_active():
             eng.extend()
-        n *= 2
     return rows
 
 

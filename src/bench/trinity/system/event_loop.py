@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -66,29 +66,48 @@ class LiveAdapter:
 
 class TimeModel:
     """Measured extend times of one engine shape, grouped by the number of launches of the fixed-shape
-    distance op in that extend; draws a time for a given launch count (nearest measured count)."""
+    distance op in that extend; draws a time for a given launch count (nearest measured count).
 
-    def __init__(self, samples: list[tuple[int, int, float]], seed: int):
+    ``shape``: where the trace timed every launch count in interleaved rounds, the median time of each
+    count over that of the full count (``full``). A draw is then a measured time at the full count times
+    the shape of the nearest calibrated count: the level (and the noise) of the full engine, which the
+    capacity is sized by, and the cost of a partly full engine relative to it from the rounds. Without it,
+    a slow stretch of the host that fell on the full extends but not on the few partial ones (a trace read
+    0.60 ms at 5 launches and 1.29 ms at 8) makes a partly full engine serve more than a full one, and a
+    load sized by the full engine is no longer that share of what the replay can serve."""
+
+    def __init__(self, samples: list[tuple[int, int, float]], seed: int,
+                 shape: dict[int, float] | None = None, full: int | None = None):
         if not samples:
             raise ValueError("a time model needs measured extend times")
         launches = np.array([s[1] for s in samples])
         dur = np.array([s[2] for s in samples], dtype=float)
         self.by = {int(k): dur[launches == k].tolist() for k in np.unique(launches)}
         self.keys = np.array(sorted(self.by))
+        self.shape, self.full = (dict(shape), int(full)) if shape and full in self.by else (None, None)
         self.rng = np.random.default_rng(seed)
         self._near: dict[int, list[float]] = {}
 
     def with_seed(self, seed: int) -> "TimeModel":
         """The same measured times with a fresh random stream."""
         other = object.__new__(TimeModel)
-        other.by, other.keys, other.rng = self.by, self.keys, np.random.default_rng(seed)
-        other._near = {}
+        other.by, other.keys, other.shape, other.full = self.by, self.keys, self.shape, self.full
+        other.rng, other._near = np.random.default_rng(seed), {}
         return other
+
+    def _factor(self, launches: int) -> float:
+        ks = np.array(sorted(self.shape))
+        return self.shape[int(ks[np.abs(ks - launches).argmin()])]
 
     def _samples(self, launches: int) -> list[float]:
         arr = self._near.get(launches)
         if arr is None:
-            arr = self._near[launches] = self.by[int(self.keys[np.abs(self.keys - launches).argmin()])]
+            if self.shape:
+                f = self._factor(launches)
+                arr = [t * f for t in self.by[self.full]]
+            else:
+                arr = self.by[int(self.keys[np.abs(self.keys - launches).argmin()])]
+            self._near[launches] = arr
         return arr
 
     def draw(self, launches: int) -> float:
@@ -97,6 +116,16 @@ class TimeModel:
 
     def median(self, launches: int) -> float:
         return float(np.median(self._samples(launches)))
+
+
+def calibrated_shape(launches: Sequence[int], dur: Sequence[float], full: int) -> dict[int, float]:
+    """Each launch count's median extend time over the full count's, from interleaved calibration rounds
+    (:class:`TimeModel` ``shape``); empty where the rounds never reached the full count."""
+    lch, t = np.asarray(launches, dtype=int), np.asarray(dur, dtype=float)
+    med = {int(k): float(np.median(t[lch == k])) for k in np.unique(lch)}
+    if not med.get(int(full), 0) > 0:
+        return {}
+    return {k: v / med[int(full)] for k, v in med.items()}
 
 
 @dataclasses.dataclass
