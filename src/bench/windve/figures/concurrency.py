@@ -67,11 +67,20 @@ def tables_1_2(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
            f"Our SLOs {slos_text(slos)} s stand "
            "for the paper's 1 s and 2 s. (b) Gain (offload / accelerator only - 1), error bars from the rounds "
            "(every round met .. any round met), 'no interval' written on a bar where no level met the SLO in every "
-           "round; "
+           f"round; {_one_process_words(serv)}"
            + ("hatched: pairs not fine-tuned in this profile, gain (CPU's added concurrency over the accelerator's) predicted by the regression on "
               "measured profiles (no interval); " if len(extra) else "")
            + "the x labels give the paper's SLO each of ours stands for; paper values (bge Table I, jina Table II) drawn as markers.")
     return plotting.save(fig, out_png, cap)
+
+
+def _one_process_words(serv: pd.DataFrame) -> str:
+    """What the error bars hold where every fine-tuning search ran in one service process (the ledger's rows
+    on them decide nothing: no run-to-run noise), else ""."""
+    mc = serv[serv.kind == "maxconc"]
+    n = int(mc["process"].nunique()) if "process" in mc else 1
+    return ("" if n > 1 else "every search ran in one service process, so the bars hold no run-to-run noise and "
+            "the ledger decides nothing on them; ")
 
 
 def _not_fine_tuned(keys, pair: str, why: str, axes) -> None:
