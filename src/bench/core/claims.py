@@ -434,6 +434,11 @@ def process_of(rows: pd.DataFrame) -> np.ndarray:
     return rows["process"].to_numpy() if "process" in rows else np.zeros(len(rows), dtype=int)
 
 
+def n_processes(rows: pd.DataFrame) -> int:
+    """How many fresh processes the rows name (``process``; rows without one, or none named, count as one)."""
+    return max(1, int(rows["process"].nunique())) if "process" in rows else 1
+
+
 def processes_text(rows: pd.DataFrame) -> str:
     """How many fresh processes the rows came from, for a reason."""
     n = len(np.unique(process_of(rows)))

@@ -201,7 +201,7 @@ def _fifo_premise(ff: pd.DataFrame, sp) -> claims.Premise:
                           f"FIFO met {est:.3f} {iv} against < {bar:.2f}")
 
 
-def _sched_setting(runs: pd.DataFrame, sp) -> tuple[float | None, str]:
+def _sched_setting(sp) -> tuple[float | None, str]:
     """The judged prefill load and how it was chosen, in words (None where no listed load overloads)."""
     load = sp.judged()
     if load is None:
@@ -217,7 +217,7 @@ def _sched_setting(runs: pd.DataFrame, sp) -> tuple[float | None, str]:
 def _sched_claims(df: pd.DataFrame, params: Params) -> list[claims.Claim]:
     sp = params.scheduler
     runs = analysis.sched_runs(df)
-    load, setting = _sched_setting(runs, sp)
+    load, setting = _sched_setting(sp)
     at = runs[np.isclose(runs.load_frac, load)] if load is not None else runs.iloc[:0]
     tri, ff = at[at.policy == "trinity"], at[at.policy == "fifo"]
     if tri.empty or ff.empty:

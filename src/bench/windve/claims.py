@@ -42,7 +42,7 @@ class Builder:
                       "paper: bge-large / jina on V100+Xeon, Atlas+Kunpeng")
         self.rows: list[claims.Claim] = []
         self.one_run = _one_service(serv, params)
-        self.one_profile = "" if _processes(prof) > 1 else (
+        self.one_profile = "" if claims.n_processes(prof) > 1 else (
             "the stress searches and the regression's rounds in one profiling process: an interval needs them in "
             "two or more fresh processes")
 
@@ -69,16 +69,11 @@ def _one_service(serv: pd.DataFrame, params: Params) -> str:
     serving code the v100-xeon 1 s gain read 0.009, 0.165 and 0.143 in three quiet runs and 0.196, 0.054 and
     0.220 in three more, while one run's range ended at 0.156."""
     mc = serv[serv.kind == "maxconc"] if "kind" in serv else serv
-    if _processes(mc) > 1:
+    if claims.n_processes(mc) > 1:
         return ""
     n = int(mc["search"].nunique()) if "search" in mc and len(mc) else params.search_repeats
     return (f"{n} fine-tuning search{'es' if n > 1 else ''} in one service process: their range is within one "
             "run; an interval needs the searches in two or more fresh service processes")
-
-
-def _processes(rows: pd.DataFrame) -> int:
-    """How many fresh processes the rows name (``process``; rows without one count as one process)."""
-    return max(1, int(rows["process"].nunique())) if "process" in rows else 1
 
 
 def _pair_words(text: str) -> str:

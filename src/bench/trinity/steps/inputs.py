@@ -163,9 +163,9 @@ def _traced(df: pd.DataFrame, seed: int) -> Traced:
               for r in req.itertuples()}
     rcol = [c for c in req if c.startswith("recall_at_")][0]
     cap = int(df.capacity.iloc[0])
-    full = ext[(ext.active == cap) & ~_calibration(ext)]
-    samples = list(zip(ext.tasks.astype(int), ext.launches.astype(int), ext.dur_s.astype(float)))
-    return Traced(traces, _time_model(ext, samples, cap, seed), cap, int(df.chunk.iloc[0]),
+    cal = _calibration(ext)
+    full = ext[(ext.active == cap) & ~cal]
+    return Traced(traces, _time_model(ext, cal, full, seed), cap, int(df.chunk.iloc[0]),
                   req.groupby("top_m").extends.mean().to_dict(),
                   {(int(r.qidx), int(r.top_m)): float(getattr(r, rcol)) for r in req.itertuples()},
                   float((full if len(full) else ext).dur_s.mean()), int(req.qidx.max()) + 1, str(df.dataset.iloc[0]),
@@ -173,18 +173,21 @@ def _traced(df: pd.DataFrame, seed: int) -> Traced:
                   bool(df.fixed_shape.iloc[0]) if "fixed_shape" in df else False)
 
 
-def _time_model(ext: pd.DataFrame, samples: list, cap: int, seed: int) -> event_loop.TimeModel:
-    """The measured extend times, shaped by the interleaved calibration rounds where the trace has them
-    (rows with ``round``): the full count is the most frequent count of the full-occupancy extends of the
-    main pass; older traces (no rounds) draw from the nearest measured count."""
-    full_ext = ext[(ext.active == cap) & ~_calibration(ext)]
+def _samples(ext: pd.DataFrame) -> list[tuple[int, int, float]]:
+    return list(zip(ext.tasks.astype(int), ext.launches.astype(int), ext.dur_s.astype(float)))
+
+
+def _time_model(ext: pd.DataFrame, cal: np.ndarray, full_ext: pd.DataFrame, seed: int) -> event_loop.TimeModel:
+    """The measured extend times (``cal``: the calibration rows; ``full_ext``: the main pass's extends with
+    every slot busy), shaped by the interleaved calibration rounds where the trace has them (rows with
+    ``round``): the full count is the most frequent launch count of ``full_ext``; older traces (no rounds)
+    draw from the nearest measured count, calibration rows included."""
     if "round" not in ext or not ext["round"].notna().any() or full_ext.empty:
-        return event_loop.TimeModel(samples, seed)
+        return event_loop.TimeModel(_samples(ext), seed)
     rnd = ext[ext["round"].notna()]
     full = int(full_ext.launches.mode().iloc[0])
     shape = event_loop.calibrated_shape(rnd.launches, rnd.dur_s, full)
-    main = [s for s, c in zip(samples, _calibration(ext)) if not c]
-    return event_loop.TimeModel(main, seed, shape or None, full)
+    return event_loop.TimeModel(_samples(ext[~cal]), seed, shape or None, full)
 
 
 def _calibration(ext: pd.DataFrame) -> np.ndarray:

@@ -26,7 +26,8 @@ METHOD = (
     "(CUDA synchronised) and recorded with its distance tasks and launches (row=extend); each request's tasks "
     "per extend and its ids recorded (row=request). A first pass over {nw} searches is warm-up (phase=warmup). "
     "Calibration rows: {cal} rounds, each filling the engine level by level to every launch count of the "
-    "distance op and timing 2 extends at each, then draining it untimed (row=extend, calibration, round). "
+    "distance op and timing {per_level} extends at each, then draining it untimed (row=extend, calibration, "
+    "round). "
     "torch threads: {threads}.")
 
 
@@ -37,7 +38,10 @@ def _levels(eng) -> list[int]:
     return sorted({min(eng.S, 1 + (n - 1) * per) for n in range(1, eng.launches + 1)} | {eng.S})
 
 
-def _calibrate(eng, xq, top_m: int, rounds: int, per_level: int = 2) -> list[dict]:
+PER_LEVEL = 2   # extends timed at each level of a calibration round
+
+
+def _calibrate(eng, xq, top_m: int, rounds: int, per_level: int = PER_LEVEL) -> list[dict]:
     """The extend time at every launch count, interleaved: each round fills the engine level by level
     (:func:`_levels`), timing ``per_level`` extends at each, then drains it untimed. A slow stretch of the
     host then falls on every launch count of a round alike, so the replay's cost of a partly full engine
@@ -100,5 +104,6 @@ def trace(ctx: Context) -> Result:
     dev = inputs.device(p)
     return Result(records=df, dataset_id=f"{v.ds.name} ({v.ds.id})", dataset_checksum=v.ds.checksum,
                   method=METHOD.format(cap=cap, p=p.engine.p, chunk=eng.lanes, dev=dev, n=nq * len(tms),
-                                       nw=nw * len(tms), threads=p.engine.threads, cal=p.trace_calibration),
+                                       nw=nw * len(tms), threads=p.engine.threads, cal=p.trace_calibration,
+                                       per_level=PER_LEVEL),
                   provenance={"graph": v.side, "engine": as_dict(p.engine), "device": dev, "top_ms": tms})

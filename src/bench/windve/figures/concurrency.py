@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...core import plotting
+from ...core import claims, plotting
 from ...core.figures import figure
 from .. import analysis
 from .. import paper_values as PV
@@ -77,10 +77,9 @@ def tables_1_2(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
 def _one_process_words(serv: pd.DataFrame) -> str:
     """What the error bars hold where every fine-tuning search ran in one service process (the ledger's rows
     on them decide nothing: no run-to-run noise), else ""."""
-    mc = serv[serv.kind == "maxconc"]
-    n = int(mc["process"].nunique()) if "process" in mc else 1
-    return ("" if n > 1 else "every search ran in one service process, so the bars hold no run-to-run noise and "
-            "the ledger decides nothing on them; ")
+    one = claims.n_processes(serv[serv.kind == "maxconc"]) == 1
+    return ("every search ran in one service process, so the bars hold no run-to-run noise and "
+            "the ledger decides nothing on them; ") if one else ""
 
 
 def _not_fine_tuned(keys, pair: str, why: str, axes) -> None:
