@@ -1,14 +1,14 @@
 # The harness pipeline. `snakemake --cores N` runs the default profile (tiny); another profile with
 # `snakemake --cores N --configfile experiments/<profile>.yaml`. The profile is validated by the same
-# validator `bench` uses (bench.core.config: the schemas generated from bench.core.profile for the top
+# validator `bench` uses (bench.core.declaring.config: the schemas generated from bench.core.declaring.profile for the top
 # level and from each study's typed parameters) before any rule runs; a bad key stops it with a short message.
 import sys
 from pathlib import Path
 
 from snakemake.utils import min_version
 
-from bench.core.config import validate_profile
-from bench.core.errors import BenchError
+from bench.core.declaring.config import validate_profile
+from bench.core.base.errors import BenchError
 
 min_version("9.0")
 

@@ -1,4 +1,4 @@
-"""``make gpu-check``: prove every GPU path of the harness on a lent CUDA host in one call (issue 28; README
+"""``make gpu-check``: prove every GPU path of the harness on a lent CUDA host in one call (README
 "Checking the GPU paths on a lent CUDA host in one call").
 
 Parts, each in its own process with its own time limit (a hang loses that part only; the summary is still
@@ -110,7 +110,7 @@ def install(py: str, how: str, work: Path, root: Path = ROOT) -> dict | None:
 
 def cuda_here(py: str) -> bool:
     """Whether the parts' python sees CUDA (NVML check: no CUDA context here)."""
-    code = "from bench.core import devices; print(int(devices.cuda_available()))"
+    code = "from bench.core.machine import devices; print(int(devices.cuda_available()))"
     r = subprocess.run([py, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     return r.stdout.strip() == "1"
 

@@ -31,7 +31,7 @@ PROFILE = "gpu-check"
 
 # ----------------------------------------------------------------------------- env
 def cuda() -> bool:
-    from bench.core import devices
+    from bench.core.machine import devices
 
     return devices.cuda_available()
 
@@ -58,7 +58,7 @@ def env_part(args) -> dict:
     import faiss
     import torch
 
-    from bench.core import cgroups, devices
+    from bench.core.machine import cgroups, devices
 
     has = devices.cuda_available()
     smi = _smi("name", "memory.total", "driver_version") if has else []
@@ -193,7 +193,7 @@ def classify_rows(df, provenance_device: str | None = None) -> tuple[int, int, d
 
 def count_results(results: Path) -> dict:
     """Rows of every records table under ``results`` by where they ran, and the ledger's verdict counts."""
-    from bench.core import records
+    from bench.core.measuring import records
 
     gpu = other = 0
     why: dict[str, int] = {}

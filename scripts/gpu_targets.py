@@ -108,7 +108,7 @@ def not_run(target: str, metric: str, why: str, anchor: str = "", anchor_value=N
 def median_time(fn, repeats: int, warmup: int, cuda: bool) -> tuple[float, object]:
     """Median wall seconds of ``repeats`` calls after ``warmup`` untimed ones (CUDA synchronised: the
     studies' ``measure.repeat``), and the last result."""
-    from bench.core import measure
+    from bench.core.measuring import measure
 
     t = measure.repeat(fn, repeats=repeats, warmup=warmup, cuda=cuda, keep_results=True)
     return statistics.median(t.runs), t.results[-1]
@@ -146,7 +146,7 @@ def recall_at(found: np.ndarray, gt: np.ndarray, k: int) -> float:
 
 
 def set_threads(n: int) -> None:
-    from bench.core import measure
+    from bench.core.measuring import measure
 
     measure.set_threads(n)
 
@@ -161,7 +161,7 @@ RECALL = 0.95
 def _engine_run(eng, queries: np.ndarray, k: int, top_m: int, cuda: bool) -> tuple[float, np.ndarray]:
     """All queries waiting at t=0 through the engine's continuous batching (the study's serving loop);
     wall seconds (CUDA synchronised) and ids in query order."""
-    from bench.core import measure
+    from bench.core.measuring import measure
     from bench.trinity.system import batching, event_loop
     from bench.trinity.system.workload import Request, Source
 
@@ -497,7 +497,7 @@ def loaders(p: dict, device: str | None, cores: int) -> list[dict]:
                 for par in ("DP", "DDP")]
     import dataclasses
 
-    from bench.core import devices
+    from bench.core.machine import devices
     from bench.loaders.system import launch, train
     bundle, model = _bundle(Path(os.environ.get("GPU_CHECK_CACHE", "gpu-check/cache")))
     big = bool(device and device.startswith("cuda"))   # else tiny's shapes: the anchor takes seconds on 2 cores
@@ -563,7 +563,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--plan", help="JSON of plan()'s entry for this target")
     ap.add_argument("--cores", type=int, default=0)
     a = ap.parse_args(argv)
-    from bench.core import devices
+    from bench.core.machine import devices
 
     cuda = devices.cuda_available()
     p = json.loads(a.plan) if a.plan else plan(cuda)[a.target]

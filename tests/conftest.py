@@ -15,7 +15,7 @@ os.environ.setdefault("BENCH_STRICT_FIGURES", "1")  # a legend covering data fai
 
 
 def pytest_collection_modifyitems(config, items):
-    from bench.core import devices
+    from bench.core.machine import devices
 
     if devices.cuda_available():
         return

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bench.core.figures import Registry
-from bench.core.study import Study
+from bench.core.presenting.figures import Registry
+from bench.core.declaring.study import Study
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "bench"
 REPO = SRC.parents[1]
@@ -106,25 +106,25 @@ def test_study_has_every_part(study):
         for name in st.steps:
             assert f'"{name}": job(' in text, f"{study}.smk gives no job for step {name}"
     else:   # its rules are derived from the declaration (workflows/studies.smk)
-        from bench.core import rules
+        from bench.core.declaring import rules
 
         section = config_section(study)
         if section.get("enabled"):
             jobs, records = rules.derive(st, section, results="R", indexes="I", manifest=lambda d: f"M/{d}")
             assert set(jobs) == set(st.steps)
             assert set(claims.RECORDS) <= set(records), "every record kind the claims read has a producing step"
-    from bench.core import config
+    from bench.core.declaring import config
 
-    assert config.declared_params(study) is not None, "params.py declares every key with bench.core.keys.key"
+    assert config.declared_params(study) is not None, "params.py declares every key with bench.core.declaring.keys.key"
     assert (REPO / "tests" / study).is_dir()
     assert pkg.__doc__ and len(pkg.__doc__) > 40, "the package docstring says which paper it reproduces"
 
 
 @pytest.mark.parametrize("study", STUDIES)
 def test_params_are_declared_once(study):
-    """One source: every key declared on the typed parameters (bench.core.keys.key); the section's schema
+    """One source: every key declared on the typed parameters (bench.core.declaring.keys.key); the section's schema
     generated from them, no schema file beside them, the defaults alone build a Params."""
-    from bench.core import config, keys
+    from bench.core.declaring import config, keys
 
     st = importlib.import_module(f"bench.{study}").STUDY
     assert dataclasses.is_dataclass(st.params) and st.params.__dataclass_params__.frozen
@@ -214,7 +214,7 @@ def test_generated_rules_agree_with_the_declarations(tmp_path):
 
 def config_section(study: str) -> dict:
     """The study's section as the tiny profile gives it (its defaults where tiny has no section)."""
-    from bench.core import config
+    from bench.core.declaring import config
 
     return config.validate_section(study, yaml.safe_load((REPO / "experiments" / "tiny.yaml").read_text())
                                    .get(study) or {})
@@ -224,7 +224,7 @@ def config_section(study: str) -> dict:
 def test_every_enabled_study_names_datasets_its_profile_declares(profile):
     """A profile holds only what differs from the defaults: a study without a section runs on them, so a
     study enabled in a profile (by its section or its defaults) names datasets that profile declares."""
-    from bench.core import config
+    from bench.core.declaring import config
 
     prof = config.validate_profile(yaml.safe_load((REPO / "experiments" / f"{profile}.yaml").read_text()))
     for study in STUDIES:
@@ -247,7 +247,7 @@ def _same_as_default(value, schema: dict, path: list) -> list[str]:
 @pytest.mark.parametrize("profile", PROFILES)
 def test_a_profile_holds_only_what_differs_from_the_defaults(profile):
     """Issue 31: one source for every default (the typed keys); a profile repeating one would go stale."""
-    from bench.core import config
+    from bench.core.declaring import config
 
     cfg = yaml.safe_load((REPO / "experiments" / f"{profile}.yaml").read_text())
     same = _same_as_default({k: v for k, v in cfg.items() if k not in STUDIES}, config.top_schema(), [])
@@ -281,11 +281,11 @@ def test_measure_jobs_import_neither_matplotlib_nor_torch_for_the_cli(study):
 
 
 def test_registry_writes_the_report_caption(tmp_path):
-    from bench.core import plotting
+    from bench.core.presenting import plotting
 
     import pandas as pd
 
-    from bench.core import records
+    from bench.core.measuring import records
 
     reg = Registry(descriptions={"a": "What A shows."})
     records.write(tmp_path / "r.parquet", pd.DataFrame({"x": [1, 2]}), {"profile": "t"})
@@ -304,7 +304,7 @@ def test_registry_writes_the_report_caption(tmp_path):
 
 def test_figure_verb_takes_several_names_or_all():
     from bench.cli import build_parser
-    from bench.core.errors import ConfigError
+    from bench.core.base.errors import ConfigError
 
     p = build_parser(["ivf-recall"])
     a = p.parse_args(["ivf-recall", "figure", "all", "--records", "recall=x.parquet", "--out-dir", "d"])
@@ -335,7 +335,7 @@ def test_core_names_no_study():
 
 
 def test_every_study_declares_its_place_and_title():
-    from bench.core import study
+    from bench.core.declaring import study
 
     declared = study.declared()
     assert sorted(s.name for s in declared) == STUDIES

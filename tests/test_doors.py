@@ -182,7 +182,7 @@ def place(tmp_path_factory):
     """The files the placeholders name (nothing a step would accept as valid data)."""
     import pandas as pd
 
-    from bench.core import records
+    from bench.core.measuring import records
     from bench.data import synthetic
     from bench.loaders.system import bert_cat as M, collection as C
 

@@ -1,13 +1,13 @@
 """Issue 32's rules for figures that the drawing helpers record: the paper's markers at their true x, a paper
-value at another scale than ours tagged per marker or in a panel of its own (bench.core.figure_checks.
+value at another scale than ours tagged per marker or in a panel of its own (bench.core.presenting.figure_checks.
 scale_problems), the claims a figure declares it shows (report_links), and the page's legibility note."""
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from bench.core import figure_checks, plotting, report, report_links
-from bench.core.figures import Registry, figure
+from bench.core.presenting import figure_checks, plotting, report, report_links
+from bench.core.presenting.figures import Registry, figure
 
 
 def _fig(ncols=1):

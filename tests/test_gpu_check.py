@@ -74,7 +74,7 @@ def test_a_failing_offline_setup_is_refused_with_its_last_line(tmp_path):
 def test_the_profile_records_are_counted_gpu_other_and_not_run(tmp_path):
     import pandas as pd
 
-    from bench.core import records
+    from bench.core.measuring import records
 
     res = tmp_path / "results" / "gpu-check"
     records.write(res / "trinity" / "recall", pd.DataFrame(
@@ -189,7 +189,7 @@ def test_the_gpu_branch_of_a_target_runs_as_a_labelled_stand_in_on_the_cpu(tmp_p
 def test_make_gpu_check_runs_shrunk_without_cuda_and_every_gpu_row_says_not_run(tmp_path):
     """The whole command as on this machine (the tests part apart: pytest inside pytest; its parsing is
     tested above): env, profile and targets, each GPU row "not run: no CUDA"; the summary and $OUT copies."""
-    from bench.core import devices
+    from bench.core.machine import devices
 
     if devices.cuda_available():
         pytest.skip("this test checks the run without CUDA")

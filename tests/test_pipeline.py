@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import yaml
 
-from bench.core import records
+from bench.core.measuring import records
 from bench.data import formats, groundtruth, synthetic
 
 pytestmark = pytest.mark.slow
@@ -28,7 +28,7 @@ def _snakemake(repo: Path, workdir: Path, *args: str, env: dict | None = None) -
 
 
 def _profile(repo: Path, tmp: Path, **extra) -> Path:
-    from bench.core.config import section_names
+    from bench.core.declaring.config import section_names
 
     other = {s: {"enabled": False} for s in section_names() if s != "ivf_recall"}
     cfg = {"profile": "micro", "seed": 7, "threads": 1,
@@ -202,7 +202,7 @@ def test_every_shipped_profile_plans_every_study(repo, tmp_path, profile):
     every enabled study's figure and claims jobs are in it."""
     r = _snakemake(repo, tmp_path, "-n", "--configfile", str(repo / "experiments" / f"{profile}.yaml"))
     assert r.returncode == 0, r.stderr[-2000:]
-    from bench.core.config import section_names, validate_profile
+    from bench.core.declaring.config import section_names, validate_profile
 
     cfg = validate_profile(yaml.safe_load((repo / "experiments" / f"{profile}.yaml").read_text()))
     studies = [s for s in section_names() if cfg[s]["enabled"]]   # a study the profile leaves out runs on its defaults

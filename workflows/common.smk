@@ -179,13 +179,13 @@ def study_jobs(study, jobs):
 
 
 def select_keys(section, keys):
-    from bench.core.params import select
+    from bench.core.declaring.params import select
 
     return select(section, keys)
 
 
 def _check_keys(study, name, keys):
-    from bench.core.config import study_schema
+    from bench.core.declaring.config import study_schema
 
     known = set((study_schema(study) or {}).get("properties", {}))
     unknown = [k for k in keys if k not in known]

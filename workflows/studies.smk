@@ -1,8 +1,8 @@
 # The build and measurement jobs and record sets of every study without a rule file of its own, derived from
-# its declaration (bench.core.rules: each step says where its job runs, what it writes and needs): a new study
+# its declaration (bench.core.declaring.rules: each step says where its job runs, what it writes and needs): a new study
 # needs no .smk. workflows/steps.smk and workflows/outputs.smk then generate the rules of every study alike.
-from bench.core.rules import RuleError, derive
-from bench.core.study import declared
+from bench.core.declaring.rules import RuleError, derive
+from bench.core.declaring.study import declared
 
 for _s in declared():
     if (BASE / "workflows" / f"{_s.name}.smk").exists():

@@ -5,7 +5,7 @@ import functools
 
 import numpy as np
 
-from bench.core import measure
+from bench.core.measuring import measure
 from bench.data import groundtruth, synthetic
 
 THREADS = 1  # benchmarks run single-threaded so numbers compare across machines of any size

@@ -80,7 +80,7 @@ class FPGAModel:
     def track_latency_points_within_20pct(self):
         """Share of the authors' uncalibrated FPGA latency medians (all batch sizes) the model hits within 20%."""
         from bench.chameleon import STUDY
-        from bench.core.step import Context
+        from bench.core.measuring.step import Context
 
         ctx = Context("chameleon", "model", STUDY.parameters({}), "asv", 0, 1, "unused")
         df = STUDY.steps["model"].fn(ctx).records

@@ -13,7 +13,7 @@ import tempfile
 
 import numpy as np
 
-from bench.core import measure
+from bench.core.measuring import measure
 from bench.espn.system import aio, backends, candidates, encoders, layout, maxsim, pipeline
 
 from ._fixtures import THREADS

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from bench.chameleon.system import pqscan
-from bench.core import measure
+from bench.core.measuring import measure
 from bench.data import synthetic
 from bench.ann import ivf
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.core import devices, measure
+from bench.core.machine import devices
+
+from bench.core.measuring import measure
 from bench.espn.system import backends, candidates, encoders, layout, maxsim, pipeline
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.core import measure
+from bench.core.measuring import measure
 from bench.data import groundtruth, synthetic
 from bench.ann import ivf
 from bench.ann.metrics import recall_at_k

@@ -1,7 +1,7 @@
 """The ``bench`` command: ``bench data ...`` and one subcommand group per study.
 
-Each study's package declares ``STUDY`` (:class:`bench.core.study.Study`); the study's command is built
-from it (:func:`bench.core.studycli.register`), so adding a study needs no edit to this file.
+Each study's package declares ``STUDY`` (:class:`bench.core.declaring.study.Study`); the study's command is built
+from it (:func:`bench.core.commands.studycli.register`), so adding a study needs no edit to this file.
 """
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ import traceback
 from pathlib import Path
 
 from . import __version__
-from .core.errors import BenchError
+from .core.base.errors import BenchError
 
 
 def study_names() -> list[str]:
-    """The studies (see :func:`bench.core.study.study_names`), found without importing them."""
-    from .core.study import study_names as names
+    """The studies (see :func:`bench.core.declaring.discover.study_names`), found without importing them."""
+    from .core.declaring.discover import study_names as names
 
     return names()
 
@@ -30,8 +30,9 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"bench {__version__}")
     p.add_argument("--debug", action="store_true", help="show a bug's traceback in full (or BENCH_DEBUG=1)")
     sub = p.add_subparsers(dest="command", required=True)
-    from .data import cli as data_cli
+    from .data import cli as data_cli, doors as data_doors
 
+    data_doors.register()
     data_cli.register(sub)
     led = sub.add_parser("ledger", help="join every study's claims into the claims ledger (Markdown, HTML, figure)")
     led.add_argument("--claims", nargs="+", required=True, help="each study's claims.parquet")
@@ -58,26 +59,27 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     else:
         wanted = names
     for name in wanted:
-        from .core import studycli
+        from .core.commands import studycli
 
         studycli.register(sub, importlib.import_module(f"bench.{name}").STUDY)
     return p
 
 
 def _ledger(a: argparse.Namespace) -> None:
-    from .core import claims, doors
+    from .core.commands import doors
+    from .core.presenting import ledger_page
 
     doors.claims_files(a.claims)
     doors.out_path("ledger", a.out, ".md")
     doors.out_path("ledger", a.figure, ".png")
-    claims.write_ledger(a.claims, a.out, a.figure, a.profile)
+    ledger_page.write(a.claims, a.out, a.figure, a.profile)
 
 
 def _schema(a: argparse.Namespace) -> None:
     import json
 
-    from .core import config
-    from .core.errors import ConfigError
+    from .core.declaring import config
+    from .core.base.errors import ConfigError
 
     schema = config.top_schema() if a.section == "profile" else config.study_schema(a.section.replace("-", "_"))
     if schema is None:
@@ -93,10 +95,10 @@ def _debug(argv: list[str]) -> tuple[bool, list[str]]:
 
 
 def _report(a: argparse.Namespace) -> None:
-    from pathlib import Path
 
-    from .core import doors, report
-    from .core.errors import ConfigError
+    from .core.base.errors import ConfigError
+    from .core.commands import doors
+    from .core.presenting import report
 
     doors.claims_files([a.claims])
     if not Path(a.figures).is_dir():

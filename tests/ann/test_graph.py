@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from bench.ann import graph, knn
-from bench.core.errors import BenchError, ConfigError, DataFormatError
+from bench.core.base.errors import BenchError, ConfigError, DataFormatError
 
 
 def test_graph_is_fixed_degree_and_valid(small):

@@ -4,7 +4,7 @@ import pytest
 
 from bench.ann import hnsw
 from bench.ann.metrics import recall_at_k
-from bench.core.errors import ConfigError
+from bench.core.base.errors import ConfigError
 
 
 def test_hnsw_builds_and_recall_rises_with_ef_search(small):

@@ -27,7 +27,7 @@ def small_index():
 def study_section():
     """The chameleon section, validated (defaults filled), shrunk so every step runs in seconds: what a
     step's provenance records as its config."""
-    from bench.core import config as cfgmod
+    from bench.core.declaring import config as cfgmod
 
     return cfgmod.validate_section("chameleon", {
         "datasets": ["sift-like", "syn-512"], "pq_m": {"sift-like": 16, "syn-512": 32}, "nprobe": 8, "k": 20,
@@ -56,11 +56,11 @@ def study_params(study_section):
 
 @pytest.fixture(scope="session")
 def study_records(tmp_path_factory, study_params, study_section):
-    """Every step of the study run through bench.core.step.execute on two small synthetic datasets:
+    """Every step of the study run through bench.core.measuring.step.execute on two small synthetic datasets:
     ``{kind: [record paths]}``, as the rule file hands them to the figure and claims commands."""
     from bench.chameleon import STUDY
-    from bench.core import measure
-    from bench.core.step import Context, execute
+    from bench.core.measuring import measure
+    from bench.core.measuring.step import Context, execute
     from bench.data import prepared
 
     measure.set_threads(1)   # as the CLI's build verb does; OpenMP spinning on a busy 2-core machine is slow

@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 
 from bench.chameleon.system import backends, pqscan
-from bench.core import devices
-from bench.core.errors import ConfigError
+from bench.core.machine import devices
+from bench.core.base.errors import ConfigError
 
 
 def test_cpu_torch_fpga_return_the_same_neighbours(small_index):

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from bench.chameleon.system import exact
-from bench.core.errors import ConfigError
+from bench.core.base.errors import ConfigError
 
 
 def _data(n=500, nq=37, d=16, seed=0):

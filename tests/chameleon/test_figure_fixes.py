@@ -15,7 +15,7 @@ import pytest  # noqa: E402
 
 from bench.chameleon import figures  # noqa: E402
 from bench.chameleon.figures import _draw, ralm  # noqa: E402
-from bench.core import plotting  # noqa: E402
+from bench.core.presenting import plotting  # noqa: E402
 
 
 def _labels(ax) -> list[str]:

@@ -51,11 +51,11 @@ def test_a_missing_record_kind_is_a_clear_error(tmp_path):
 
 def test_each_figure_tags_the_source_of_the_ledger_rows_it_backs(study_records, study_params, figdir):
     """Issue 32 section 5: each ledger row's source is among the sources the figures linked to it draw
-    (bench.core.report_links' links), figures and claims from the same records."""
+    (bench.core.presenting.report_links' links), figures and claims from the same records."""
     from bench.chameleon import claims
-    from bench.core import claims as core_claims
-    from bench.core import records
-    from bench.core.figure_checks import png_sources, tag_mismatches
+    from bench.core.judging import claims as core_claims
+    from bench.core.measuring import records
+    from bench.core.presenting.figure_checks import png_sources, tag_mismatches
 
     pngs = []
     for name in figures.FIGURES:
@@ -67,7 +67,7 @@ def test_each_figure_tags_the_source_of_the_ledger_rows_it_backs(study_records, 
     rows = core_claims.frame(claims.build(data, study_params, "t"))
     assert tag_mismatches(rows, {"chameleon": pngs}) == []
     # every ledger row links to a figure, or says it has none (#32): the figures' claims=(...) declarations
-    from bench.core.report_links import link
+    from bench.core.presenting.report_links import link
 
     unlinked = {c for (_, c), stems in link(rows, {"chameleon": pngs}).items() if not stems}
     assert unlinked == set()

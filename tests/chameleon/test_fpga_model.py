@@ -3,7 +3,7 @@ import pytest
 
 from bench.chameleon import paper_values
 from bench.chameleon.system import fpga_model
-from bench.core.errors import ConfigError
+from bench.core.base.errors import ConfigError
 
 
 def test_units_follow_the_paper():

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from bench.chameleon.system import coordinator as co, pqscan, protocol as P
-from bench.core.errors import ConfigError
+from bench.core.base.errors import ConfigError
 
 pytestmark = pytest.mark.network
 

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from bench.chameleon.system import pqscan
-from bench.core.errors import ConfigError
+from bench.core.base.errors import ConfigError
 
 
 def test_torch_scan_matches_faiss(small_index):

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from bench.chameleon.system import ralm
-from bench.core.errors import ConfigError
+from bench.core.base.errors import ConfigError
 
 
 @pytest.mark.parametrize("arch", ["dec", "encdec"])

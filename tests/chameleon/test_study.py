@@ -3,8 +3,10 @@ import pandas as pd
 import pytest
 
 from bench.chameleon import STUDY, claims, paper_values
-from bench.core import claims as core_claims, config as cfgmod, records
-from bench.core.step import Context, execute
+from bench.core.judging import claims as core_claims
+from bench.core.declaring import config as cfgmod
+from bench.core.measuring import records
+from bench.core.measuring.step import Context, execute
 
 
 SECTION = {"queue": {"sim_queries": 60, "sim_max_vectors": 1500, "units": [4, 8, 16]}}
@@ -98,7 +100,7 @@ def _assert_gpu_rows_as_this_machine_gives(df, params):
     and cpu-gpu ``measured``, each with a value; without, both are ``not_run`` naming CUDA. The RALM rows
     compare fpga-gpu with cpu-gpu: they are ``not_run`` here on every machine (the fixture's ralm.configs
     hold no cpu-gpu), and the reason names what did not run (fpga-gpu too where there is no CUDA)."""
-    from bench.core import devices
+    from bench.core.machine import devices
 
     cuda = devices.cuda_available()
     for cid, config, ran_as in (("fpga-gpu-vs-cpu-latency", "fpga-gpu", "modelled"),

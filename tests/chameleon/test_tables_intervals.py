@@ -10,7 +10,7 @@ import pytest
 from bench.chameleon import analysis, figures, paper_values
 from bench.chameleon.figures import ralm as ralm_figs
 from bench.chameleon.figures import tables
-from bench.core import records
+from bench.core.measuring import records
 
 WHY_512 = "interval 512 not run: synthetic reason for the test"
 

@@ -1,4 +1,4 @@
-"""bench.core.cgroups on both hierarchies: against fake cgroupfs trees in tmp_path (file writes and reads),
+"""bench.core.machine.cgroups on both hierarchies: against fake cgroupfs trees in tmp_path (file writes and reads),
 and against the real one where this machine allows (root with a usable controller; skipped otherwise)."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.core import cgroups
+from bench.core.machine import cgroups
 from bench.espn.system import memory_budget as espn_memory, slow_ssd as espn_ssd
 from bench.espn.system.backends import BackendUnavailable
 from bench.loaders.system import footprint as loaders_memory

@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.core import claims
+from bench.core.judging import claims
+from bench.core.presenting import ledger_page
 
 
 def test_judge_uses_the_whole_interval():
@@ -44,7 +45,7 @@ def test_write_and_ledger(tmp_path):
             claims.claim("s", "b", "on FPGA", "5x", ours=None, source="not_run", reason="no FPGA")]
     p = claims.write(rows, tmp_path / "s" / "claims.parquet", {"profile": "t"})
     assert "**reproduced**" in (tmp_path / "s" / "claims.md").read_text()
-    claims.write_ledger([p], tmp_path / "claims.md", tmp_path / "claims.png", "t")
+    ledger_page.write([p], tmp_path / "claims.md", tmp_path / "claims.png", "t")
     md = (tmp_path / "claims.md").read_text()
     assert "3.5 [3.2, 3.8] x" in md and "needs hardware we lack" in md
     assert (tmp_path / "claims.html").exists() and (tmp_path / "claims.png").exists()
@@ -61,12 +62,12 @@ def _study(tmp_path, verdict_value):
 
 
 def test_ledger_puts_paper_claims_first_counts_targets_apart_and_marks_unstable_rows(tmp_path):
-    from bench.core import ledger
+    from bench.core.judging import ledger
 
     p = _study(tmp_path, 3.5)
-    ledger.write([p], tmp_path / "claims.md", tmp_path / "claims.png", "t")
+    ledger_page.write([p], tmp_path / "claims.md", tmp_path / "claims.png", "t")
     p = _study(tmp_path, 2.0)   # the next run: the paper claim's verdict flips
-    df = ledger.write([p], tmp_path / "claims.md", tmp_path / "claims.png", "t")
+    df = ledger_page.write([p], tmp_path / "claims.md", tmp_path / "claims.png", "t")
     assert list(df.kind) == [ledger.PAPER, ledger.TARGET]
     assert df.set_index("claim_id").history.to_dict() == {"speedup": "RN", "target-fast": "RR"}
     assert df.set_index("claim_id").unstable.to_dict() == {"speedup": True, "target-fast": False}

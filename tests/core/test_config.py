@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from bench.core import config
-from bench.core.errors import ConfigError
+from bench.core.declaring import config
+from bench.core.base.errors import ConfigError
 
 
 @pytest.mark.parametrize("profile", ["tiny", "small", "paper"])

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 
-from bench.core import hardware, provenance
+from bench.core.machine import hardware
+
+from bench.core.measuring import provenance
 
 LSCPU = """Architecture:            x86_64
 CPU(s):                  2

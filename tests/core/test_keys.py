@@ -1,5 +1,5 @@
 """One source for a study's parameters (issue 31): the JSON Schema generated from typed declarations
-(bench.core.keys) validates, fills defaults and names a bad key in the same words as before."""
+(bench.core.declaring.keys) validates, fills defaults and names a bad key in the same words as before."""
 from __future__ import annotations
 
 import dataclasses
@@ -10,8 +10,8 @@ from typing import Literal
 
 import pytest
 
-from bench.core import config, keys, params
-from bench.core.errors import ConfigError
+from bench.core.declaring import config, keys, params
+from bench.core.base.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -97,11 +97,11 @@ def test_studies_declaring_keys_have_no_schema_file_and_the_cli_prints_theirs():
 
 
 def test_the_top_level_is_declared_as_typed_keys_too():
-    """No hand-written schema is left (issue 31): the profile's top level comes from bench.core.profile, and a
+    """No hand-written schema is left (issue 31): the profile's top level comes from bench.core.declaring.profile, and a
     bad top-level key or dataset key is refused with its path, as before."""
     import pytest
 
-    from bench.core.errors import ConfigError
+    from bench.core.base.errors import ConfigError
 
     assert not list(config.experiments_dir().glob("schema*")), "no schema file beside the profiles"
     r = subprocess.run([sys.executable, "-m", "bench", "schema", "profile"], capture_output=True, text=True)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.core import measure
+from bench.core.measuring import measure
 
 
 def test_repeat_separates_warmup_and_keeps_results():

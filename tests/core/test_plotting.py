@@ -4,7 +4,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import pytest
 
-from bench.core import plotting
+from bench.core.presenting import plotting
 
 
 def test_save_writes_png_pdf_and_caption(tmp_path):
@@ -41,7 +41,7 @@ def test_formats_follow_the_profile(tmp_path):
 
 def test_the_page_width_the_check_assumes_is_the_report_pages():
     """figure_checks.PAGE_FIGURE_PX follows report.STYLE: images at most 100% of a body padded 16 px a side."""
-    from bench.core import figure_checks, report
+    from bench.core.presenting import figure_checks, report
 
     assert "img{max-width:100%" in report.STYLE.replace(" ", "")
     assert "padding:12px16px" in report.STYLE.replace(" ", "")
@@ -49,7 +49,7 @@ def test_the_page_width_the_check_assumes_is_the_report_pages():
 
 
 def test_displayed_text_size():
-    from bench.core.figure_checks import displayed_px
+    from bench.core.presenting.figure_checks import displayed_px
 
     assert displayed_px(7.2, 150, 1000) == pytest.approx(15.0)             # narrower than the page: native
     assert displayed_px(7.2, 150, 2466) == pytest.approx(15.0 * 1233 / 2466)  # twice too wide: half size
@@ -65,7 +65,7 @@ def _wide(tmp_path, ncols: int, **start_kw):
 
 
 def test_small_text_on_a_wide_figure_fails_strict_and_warns_otherwise(tmp_path, monkeypatch):
-    from bench.core import figure_checks
+    from bench.core.presenting import figure_checks
 
     plotting.apply_style()
     fig, ax = plt.subplots(figsize=(16, 3))
@@ -88,7 +88,7 @@ def test_small_text_on_a_wide_figure_fails_strict_and_warns_otherwise(tmp_path, 
 
 
 def test_hidden_and_empty_text_does_not_count():
-    from bench.core import figure_checks
+    from bench.core.presenting import figure_checks
 
     plotting.apply_style()
     fig, (a, b) = plt.subplots(1, 2)
@@ -123,7 +123,7 @@ def test_a_wrapped_row_shares_y_across_all_its_panels():
 def test_a_figure_tagged_modelled_does_not_back_a_measured_row(tmp_path):
     import pandas as pd
 
-    from bench.core.figure_checks import png_sources, tag_mismatches
+    from bench.core.presenting.figure_checks import png_sources, tag_mismatches
 
     fig, (ax,) = plotting.start()
     ax.plot([0, 1], [0, 1], label=plotting.label_source("threshold", "modelled"))
@@ -163,7 +163,7 @@ def test_cols_wraps_a_row_that_would_otherwise_narrow():
 
 
 def test_bracketed_tags_name_their_sources():
-    from bench.core.figure_checks import _tagged
+    from bench.core.presenting.figure_checks import _tagged
 
     assert _tagged("x [modelled (not measured)]") == {"modelled"}
     assert _tagged("offload [accelerator emulated, CPU measured]") == {"emulated", "measured"}

@@ -7,9 +7,11 @@ import os
 import numpy as np
 import pandas as pd
 
-from bench.core import claims, records
-from bench.core.step import Context, Result, execute
-from bench.core.study import step
+from bench.core.judging import claims
+
+from bench.core.measuring import records
+from bench.core.measuring.step import Context, Result, execute
+from bench.core.declaring.study import step
 
 
 @step("split", processes=True)

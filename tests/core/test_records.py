@@ -6,7 +6,9 @@ import json
 import pandas as pd
 import pytest
 
-from bench.core import atomic, provenance, records
+from bench.core.base import atomic
+
+from bench.core.measuring import provenance, records
 
 REQUIRED = ["git_commit", "git_dirty", "profile", "config_hash", "dataset_id", "dataset_checksum",
             "versions", "cpu_model", "cpu_cores", "gpu", "threads", "loadavg_at_start", "timestamp",

@@ -16,7 +16,9 @@ import matplotlib.pyplot as plt
 import pytest
 
 from bench import cli
-from bench.core import claims, report
+from bench.core.judging import claims
+from bench.core.presenting import ledger_page
+from bench.core.presenting import report
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 # Internal identifiers the issue lists: none may appear in the text the page writes (chrome and ledger).
@@ -42,7 +44,7 @@ def _rows():
 @pytest.fixture
 def page(tmp_path):
     p = claims.write(_rows(), tmp_path / "espn" / "claims.parquet", {"profile": "t"})
-    claims.write_ledger([p], tmp_path / "claims.md", tmp_path / "claims.png", "t")
+    ledger_page.write([p], tmp_path / "claims.md", tmp_path / "claims.png", "t")
     figs = tmp_path / "figures" / "espn"
     figs.mkdir(parents=True)
     for name in ("tables45", "fig10", "fig5", "iops", "table4", "table6"):
@@ -157,12 +159,12 @@ def test_in_a_browser_the_ledger_is_on_the_first_screen_and_nothing_is_clipped(p
 def test_the_machine_block_names_the_cpu_and_disk_the_records_name(tmp_path):
     import pandas as pd
 
-    from bench.core import provenance, records
+    from bench.core.measuring import provenance, records
 
     rec = records.write(tmp_path / "espn" / "e2e.parquet", pd.DataFrame({"x": [1]}),
                         provenance.collect(profile="t", config={}, seed=0))
     p = claims.write(_rows(), tmp_path / "espn" / "claims.parquet", {"profile": "t", "inputs": {"e2e": [str(rec)]}})
-    claims.write_ledger([p], tmp_path / "claims.md", tmp_path / "claims.png", "t")
+    ledger_page.write([p], tmp_path / "claims.md", tmp_path / "claims.png", "t")
     (tmp_path / "figures").mkdir()
     found, recorded = report.machines(tmp_path / "claims.parquet")
     assert recorded and len(found) == 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bench.core import report_links as links
+from bench.core.presenting import report_links as links
 
 
 def test_references_in_words_and_ids():

@@ -1,11 +1,11 @@
-"""bench.core.rules (issue 31, item 2): a study's jobs and record sets derived from its steps' declarations,
+"""bench.core.declaring.rules (issue 31, item 2): a study's jobs and record sets derived from its steps' declarations,
 checked on the real declarations of Trinity (per dataset, on the first, a build with two files), WindVE (no
 dataset) and Chameleon (a glob need the generic rules refuse, so it keeps its own rule file)."""
 from __future__ import annotations
 
 import pytest
 
-from bench.core import rules
+from bench.core.declaring import rules
 
 PATHS = {"results": "R", "indexes": "I", "manifest": lambda d: f"M/{d}/manifest.json"}
 
@@ -14,7 +14,7 @@ def _derive(study_name: str, section: dict):
     """The study's jobs from its section as a profile gives it (validated, defaults filled)."""
     import importlib
 
-    from bench.core import config
+    from bench.core.declaring import config
 
     st = importlib.import_module(f"bench.{study_name}").STUDY
     return rules.derive(st, config.validate_section(study_name, section), **PATHS)

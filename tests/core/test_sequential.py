@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from bench.core import quiet, sequential
+from bench.core.judging import claims
+from bench.core.measuring import quiet, sequential
 
 
 def _t_interval(values, level):
@@ -19,7 +20,7 @@ def _t_interval(values, level):
 def _coverage(true_mean: float, threshold: float, level_fn=None, runs: int = 4000, seed: int = 1):
     """Share of simulated runs whose reported interval misses the true mean, and how many went to stage 2."""
     rng = np.random.default_rng(seed)
-    decided = sequential.clears(threshold)
+    decided = claims.clears(threshold)
     miss = second = 0
     for _ in range(runs):
         out = sequential.two_stage(lambda n, stage: rng.normal(true_mean, 1.0, n), level_fn or _t_interval,
@@ -60,7 +61,7 @@ def test_wait_until_quiet_is_bounded_and_records_the_wait():
 
 
 def test_a_busy_repeat_is_run_again_with_a_bound(monkeypatch):
-    from bench.core import step
+    from bench.core.measuring import step
 
     shares = iter([0.9, 0.1])
 

@@ -5,9 +5,13 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from bench.core import devices, plotting, records
-from bench.core.figures import Registry
-from bench.core.step import Context, Result, execute
+from bench.core.machine import devices
+
+from bench.core.presenting import plotting
+
+from bench.core.measuring import records
+from bench.core.presenting.figures import Registry
+from bench.core.measuring.step import Context, Result, execute
 
 
 def test_execute_writes_records_with_quiet_check(tmp_path):
@@ -24,8 +28,8 @@ def test_a_step_that_times_nothing_neither_waits_nor_reruns(tmp_path, monkeypatc
     """Issue 29: a modelled step (``timed=False``) ran beside the pipeline's other jobs and waited up to 20 s
     twice for them to stop; it now starts at once, runs once however busy the machine is, and its rows are
     never machine_busy."""
-    from bench.core import quiet
-    from bench.core.study import step
+    from bench.core.measuring import quiet
+    from bench.core.declaring.study import step
 
     def no_wait(*a, **k):
         raise AssertionError("waited for a quiet machine")

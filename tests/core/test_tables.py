@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.core import tables
+from bench.core.presenting import tables
 
 
 @pytest.mark.parametrize("name, words", [

@@ -7,9 +7,9 @@ import os
 import pandas as pd
 import pytest
 
-from bench.core import quiet, records, sequential
-from bench.core.step import Context, Result, execute
-from bench.core.study import step
+from bench.core.measuring import quiet, records, sequential
+from bench.core.measuring.step import Context, Result, execute
+from bench.core.declaring.study import step
 
 
 def _undecided(rows, params) -> bool:

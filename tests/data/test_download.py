@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from bench.core.errors import ChecksumError, DownloadError, UnknownDatasetError
+from bench.core.base.errors import ChecksumError, DownloadError, UnknownDatasetError
 from bench.data import download, formats, registry
 from bench.data.registry import RemoteFile, Source
 
@@ -220,7 +220,7 @@ def test_archive_is_unpacked_and_its_files_checked(tmp_path, http_server, monkey
         monkeypatch.setitem(registry.SOURCES, src.id, src)
     folder = download.fetch("test/good", tmp_path / "d", progress=False)
     assert formats.read_vecs(folder / "s" / "base.fvecs").shape == (20, 4)
-    from bench.core.errors import DataFormatError
+    from bench.core.base.errors import DataFormatError
 
     with pytest.raises(DataFormatError, match="not a multiple of the row size"):
         download.fetch("test/bad", tmp_path / "d", progress=False)

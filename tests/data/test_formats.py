@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.core.errors import DataFormatError
+from bench.core.base.errors import DataFormatError
 from bench.data import formats
 
 

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from bench.core.errors import ConfigError, DataFormatError
+from bench.core.base.errors import ConfigError, DataFormatError
 from bench.data import formats, groundtruth, prepared, registry
 from bench.data.registry import RemoteFile, Source
 

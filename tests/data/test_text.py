@@ -4,7 +4,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from bench.core.errors import DataFormatError
+from bench.core.base.errors import DataFormatError
 from bench.data import text
 
 

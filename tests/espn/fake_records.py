@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bench.core import records
+from bench.core.measuring import records
 from bench.espn.system.eq4 import ESPN_BATCH
 
 BUILD = {"encoder": "hash", "text_source": "synthetic/msmarco-like", "dataset": "mm", "n_real": 4000,

@@ -4,7 +4,7 @@ import pytest
 from bench.espn.system import backends, memory_budget as memory, slow_ssd
 from bench.espn.system.backends import BackendUnavailable
 from bench.espn.system.memory_budget import BudgetError
-from bench.core.errors import BenchError
+from bench.core.base.errors import BenchError
 
 
 def _direct_ok(path):
@@ -151,7 +151,7 @@ def test_parent_removes_a_dead_workers_cgroups(tmp_path, monkeypatch):
     (mem / "bench-espn-4242").mkdir(parents=True)
     (blk / "bench-espn-blkio-4242").mkdir(parents=True)
     (mem / "bench-espn-7").mkdir()
-    from bench.core import cgroups
+    from bench.core.machine import cgroups
 
     monkeypatch.setattr(cgroups, "stale_parents", lambda: {"v1 memory": mem, "v1 blkio": blk, "v2": None})
     assert len(memory.remove_worker_cgroups(4242)) == 2
@@ -161,12 +161,12 @@ def test_parent_removes_a_dead_workers_cgroups(tmp_path, monkeypatch):
 
 def test_stale_cgroups_of_dead_processes_are_removed(tmp_path):
     """After a kill -9, the next run removes the empty bench-*-<pid> cgroups of processes that are gone
-    (bench.core.cgroups), and keeps those of live processes and foreign names."""
+    (bench.core.machine.cgroups), and keeps those of live processes and foreign names."""
     import os
     import subprocess
     import sys
 
-    from bench.core import cgroups
+    from bench.core.machine import cgroups
 
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True).stdout.strip()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from bench.core import claims as core_claims
-from bench.core import records as core_records
-from bench.core.config import validate_section
+from bench.core.judging import claims as core_claims
+from bench.core.measuring import records as core_records
+from bench.core.declaring.config import validate_section
 from bench.espn import STUDY, claims
 
 from .fake_records import PARAMS_OVERRIDES, write_all
@@ -62,7 +62,7 @@ def test_a_budget_that_did_not_bind_puts_the_row_out_of_reach(tmp_path):
     (no failcnt, no reclaim) is a failed premise, not a 'not reproduced'."""
     import pandas as pd
 
-    from bench.core import records
+    from bench.core.measuring import records
 
     inputs = write_all(tmp_path, "ok")
     df = records.read(inputs["e2e"][0])
@@ -78,7 +78,7 @@ def test_memory_saved_pairs_measured_peaks_in_each_process(tmp_path):
     counts on both sides, never a file size on one); without the cached run's peak it is not run."""
     import pandas as pd
 
-    from bench.core import records
+    from bench.core.measuring import records
 
     inputs = write_all(tmp_path, "ok")
     df = records.read(inputs["e2e"][0])
@@ -102,7 +102,7 @@ def test_memory_saved_pairs_measured_peaks_in_each_process(tmp_path):
 def test_busy_machine_makes_a_verdict_inconclusive(tmp_path):
     import pandas as pd
 
-    from bench.core import records
+    from bench.core.measuring import records
 
     inputs = write_all(tmp_path, "ok")
     df = records.read(inputs["e2e"][0]).assign(machine_busy=True)
@@ -118,7 +118,7 @@ def test_claims_and_figure_verbs(tmp_path):
     import json
 
     from bench.cli import main
-    from bench.core import records
+    from bench.core.measuring import records
 
     inputs = write_all(tmp_path, "ok")
     recs = [a for k, paths in inputs.items() for p in paths for a in ("--records", f"{k}={p}")]

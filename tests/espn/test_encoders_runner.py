@@ -5,10 +5,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench.core.config import validate_section
-from bench.core.errors import BenchError, ConfigError
+from bench.core.declaring.config import validate_section
+from bench.core.base.errors import BenchError, ConfigError
 from bench.data import prepared
-from bench.core import records, step
+from bench.core.measuring import records, step
 from bench.espn import STUDY
 from bench.espn.steps import build as espn_build, inputs as common
 from bench.espn.system import encoders

@@ -87,11 +87,11 @@ def test_a_figure_reads_only_its_record_kinds(recs_ok, tmp_path):
 
 def test_each_figure_tags_the_source_of_the_ledger_rows_it_backs(recs_ok):
     """Issue 32 section 5: a figure's measured / modelled / emulated tag equals the ledger's source column for
-    the rows it backs (the report's links, bench.core.report_links): each figure drawn from the same records
+    the rows it backs (the report's links, bench.core.presenting.report_links): each figure drawn from the same records
     as the claims, then every linked row's source must be among the sources the figure draws."""
-    from bench.core import claims as core_claims
-    from bench.core import records as core_records
-    from bench.core.figure_checks import png_sources, tag_mismatches
+    from bench.core.judging import claims as core_claims
+    from bench.core.measuring import records as core_records
+    from bench.core.presenting.figure_checks import png_sources, tag_mismatches
     from bench.espn import STUDY, claims
 
     from .fake_records import PARAMS_OVERRIDES
@@ -102,7 +102,7 @@ def test_each_figure_tags_the_source_of_the_ledger_rows_it_backs(recs_ok):
     rows = core_claims.frame(claims.build(core_records.read_kinds(recs_ok), STUDY.parameters(PARAMS_OVERRIDES), "t"))
     assert tag_mismatches(rows, {"espn": pngs}) == []
     # every ledger row links to a figure, or says it has none (#32): the figures' claims=(...) declarations
-    from bench.core.report_links import link
+    from bench.core.presenting.report_links import link
 
     unlinked = {c for (_, c), stems in link(rows, {"espn": pngs}).items() if not stems}
     assert unlinked == set()

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from bench.core import devices
+from bench.core.machine import devices
 from bench.espn.system import maxsim
 from bench.espn.system.backends import BackendUnavailable
 

@@ -8,8 +8,8 @@ import os
 import numpy as np
 import pytest
 
-from bench.core import records, step
-from bench.core.errors import ConfigError
+from bench.core.measuring import records, step
+from bench.core.base.errors import ConfigError
 from bench.data import prepared
 from bench.espn import STUDY, analysis
 from bench.espn import paper_values as PV

@@ -28,7 +28,7 @@ def test_throttle_refuses_before_touching_cgroups(tmp_path):
 
 
 def test_refusal_is_a_config_error():
-    from bench.core.errors import ConfigError
+    from bench.core.base.errors import ConfigError
 
     assert issubclass(slow_ssd.CapBelowQd1, ConfigError)
 

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench.core import claims as core_claims
-from bench.core import records
-from bench.core.step import Context
+from bench.core.judging import claims as core_claims
+from bench.core.measuring import records
+from bench.core.measuring.step import Context
 from bench.espn import STUDY, claims
 from bench.espn.steps import e2e
 

@@ -5,9 +5,11 @@ import faiss
 import numpy as np
 import pytest
 
-from bench.core import claims as core_claims, records
-from bench.core.step import Context, execute
-from bench.core.errors import ConfigError
+from bench.core.judging import claims as core_claims
+
+from bench.core.measuring import records
+from bench.core.measuring.step import Context, execute
+from bench.core.base.errors import ConfigError
 from bench.data import prepared
 from bench.ann import ivf as index, metrics
 from bench.ivf_recall import STUDY, claims, figures

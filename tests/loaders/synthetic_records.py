@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench.core import records
+from bench.core.measuring import records
 
 PROV = {"profile": "test", "cpu_model": "test CPU", "collection": {"n_docs": 100, "collection_bytes": 10**6},
         "options": {"loader": "ir_datasets", "parallel": "ddp", "replicas": 2}}

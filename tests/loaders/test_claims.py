@@ -1,8 +1,8 @@
 """Claims rows come from records, with intervals and honest verdicts."""
 from __future__ import annotations
 
-from bench.core import claims as C
-from bench.core import records
+from bench.core.judging import claims as C
+from bench.core.measuring import records
 from bench.loaders import STUDY, claims
 
 from .synthetic_records import options_records, train_records
@@ -65,7 +65,7 @@ def test_ddp_dp_two_stage_design(tmp_path):
     loaders ran a second stage."""
     import pandas as pd
 
-    from bench.core import sequential
+    from bench.core.measuring import sequential
     from bench.loaders import analysis as A
     from bench.loaders.steps import train
 
@@ -94,7 +94,7 @@ def test_ddp_dp_two_stage_design(tmp_path):
 
 
 def test_a_loader_measured_in_too_few_rounds_decides_nothing():
-    from bench.core import claims as C
+    from bench.core.judging import claims as C
     from bench.loaders import claims as L
 
     two = L._enough_rounds(C.Config("in-memory", 0.70, (0.56, 0.82)), 2)

@@ -30,7 +30,7 @@ def test_figure_renders(name, recs, tmp_path, monkeypatch):
 
 def test_figures_and_claims_of_a_one_gpu_machine(recs, tmp_path):
     """On one GPU the two-replica grid points are not run: every figure still draws, and claims name them."""
-    from bench.core import records
+    from bench.core.measuring import records
     from bench.loaders import STUDY, claims
 
     from .synthetic_records import train_records
@@ -49,7 +49,7 @@ def test_worker_memory_caption_follows_the_start_method(method, says, tmp_path):
     """Copy-on-read is what forked workers show; spawned or forkserver workers each hold their own copy."""
     import pandas as pd
 
-    from bench.core import records
+    from bench.core.measuring import records
     from .synthetic_records import PROV, workers_records
 
     path = workers_records(tmp_path / "w.parquet")
@@ -61,10 +61,10 @@ def test_worker_memory_caption_follows_the_start_method(method, says, tmp_path):
 
 def test_each_figure_tags_the_source_of_the_ledger_rows_it_backs(recs, tmp_path):
     """Issue 32 section 5: each ledger row's source is among the sources the figures linked to it draw
-    (bench.core.report_links' links), figures and claims from the same records."""
-    from bench.core import claims as core_claims
-    from bench.core import records
-    from bench.core.figure_checks import png_sources, tag_mismatches
+    (bench.core.presenting.report_links' links), figures and claims from the same records."""
+    from bench.core.judging import claims as core_claims
+    from bench.core.measuring import records
+    from bench.core.presenting.figure_checks import png_sources, tag_mismatches
     from bench.loaders import STUDY, claims
 
     pngs = []
@@ -76,7 +76,7 @@ def test_each_figure_tags_the_source_of_the_ledger_rows_it_backs(recs, tmp_path)
     rows = core_claims.frame(claims.build(data, STUDY.parameters({}), "test"))
     assert tag_mismatches(rows, {"loaders": pngs}) == []
     # every ledger row links to a figure, or says it has none (#32): the figures' claims=(...) declarations
-    from bench.core.report_links import link
+    from bench.core.presenting.report_links import link
 
     unlinked = {c for (_, c), stems in link(rows, {"loaders": pngs}).items() if not stems}
     assert unlinked == {"target-pss-agrees-with-smaps"}

@@ -6,9 +6,11 @@ import dataclasses
 
 import pytest
 
-from bench.core import config, records
-from bench.core.errors import ConfigError
-from bench.core.step import Context, execute
+from bench.core.declaring import config
+
+from bench.core.measuring import records
+from bench.core.base.errors import ConfigError
+from bench.core.measuring.step import Context, execute
 from bench.loaders import STUDY
 
 

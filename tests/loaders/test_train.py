@@ -12,7 +12,7 @@ import psutil
 import pytest
 import torch
 
-from bench.core import devices
+from bench.core.machine import devices
 from bench.loaders.steps import inputs
 from bench.loaders.system import footprint
 from bench.loaders.system import launch, train

@@ -22,7 +22,7 @@ import time
 import numpy as np
 import pytest
 
-from bench.core.errors import ConfigError
+from bench.core.base.errors import ConfigError
 from bench.serving import loadgen, mlperf
 
 pytestmark = [pytest.mark.network, pytest.mark.slow]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.core.errors import ConfigError
+from bench.core.base.errors import ConfigError
 from bench.serving import lm
 
 torch = pytest.importorskip("torch")

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from bench.serving import loadgen
-from bench.core.errors import ConfigError
+from bench.core.base.errors import ConfigError
 
 
 def test_poisson_rate_and_bad_rate():

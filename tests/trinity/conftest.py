@@ -48,7 +48,7 @@ SMALL = {
 @pytest.fixture(scope="session", autouse=True)
 def short_quiet_window():
     """The quiet-machine check samples for 0.3 s before and after each step; 10 ms is enough in tests."""
-    from bench.core import quiet
+    from bench.core.measuring import quiet
 
     orig = quiet.sample
     quiet.sample = lambda window_s=0.01: orig(0.01)
@@ -60,8 +60,8 @@ def short_quiet_window():
 def study(tmp_path_factory):
     """Every step run once on a 2000-vector sift-like set: {kind: [record path]}, params (the validated
     section and the typed Params), paths."""
-    from bench.core import config
-    from bench.core.step import Context, execute
+    from bench.core.declaring import config
+    from bench.core.measuring.step import Context, execute
     from bench.data import prepared
     from bench.trinity import STUDY
     from bench.ann import graph

@@ -8,7 +8,7 @@ from typing import Sequence
 
 import numpy as np
 
-from bench.core.errors import ConfigError
+from bench.core.base.errors import ConfigError
 
 
 @dataclasses.dataclass

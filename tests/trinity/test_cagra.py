@@ -16,7 +16,7 @@ def test_cuvs_cagra_reference_curve(small):
 
 
 def test_cuvs_cagra_says_why_it_did_not_run():
-    from bench.core import devices
+    from bench.core.machine import devices
     from bench.trinity.steps import _cagra
 
     why = _cagra.why_not()

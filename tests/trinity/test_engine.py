@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from bench.ann.metrics import recall_at_k
-from bench.core.errors import ConfigError
+from bench.core.base.errors import ConfigError
 from bench.trinity.system import batching, event_loop, workload
 from bench.trinity.system.engine import ExtendEngine
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch.overrides import TorchFunctionMode
 
-from bench.core.errors import ConfigError
+from bench.core.base.errors import ConfigError
 from bench.trinity.system import batching, event_loop, workload
 from bench.trinity.system.capture import Captured
 from bench.trinity.system.engine import ExtendEngine

@@ -16,10 +16,10 @@ def test_figure_renders(study, tmp_path, monkeypatch, name):
 
 def test_each_figure_tags_the_source_of_the_ledger_rows_it_backs(study, tmp_path):
     """Issue 32 section 5: each ledger row's source is among the sources the figures linked to it draw
-    (bench.core.report_links' links), figures and claims from the same records."""
-    from bench.core import claims as core_claims
-    from bench.core import records
-    from bench.core.figure_checks import png_sources, tag_mismatches
+    (bench.core.presenting.report_links' links), figures and claims from the same records."""
+    from bench.core.judging import claims as core_claims
+    from bench.core.measuring import records
+    from bench.core.presenting.figure_checks import png_sources, tag_mismatches
     from bench.trinity import claims
 
     recs, pngs = study["records"], []
@@ -30,7 +30,7 @@ def test_each_figure_tags_the_source_of_the_ledger_rows_it_backs(study, tmp_path
     rows = core_claims.frame(claims.build(records.read_kinds(recs), study["typed"], "test"))
     assert tag_mismatches(rows, {"trinity": pngs}) == []
     # every ledger row links to a figure, or says it has none (#32): the figures' claims=(...) declarations
-    from bench.core.report_links import link
+    from bench.core.presenting.report_links import link
 
     unlinked = {c for (_, c), stems in link(rows, {"trinity": pngs}).items() if not stems}
     assert unlinked == set()

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench.core import records
+from bench.core.measuring import records
 from bench.trinity.steps import inputs
 from bench.trinity.system import event_loop
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from bench.core.errors import ConfigError
+from bench.core.base.errors import ConfigError
 from bench.trinity.system import placement, roofline
 
 
@@ -151,7 +151,7 @@ def test_saturation_rows_follow_the_premise():
     scale, straddling -> inconclusive (never reproduced nor not reproduced on a point test near the bar)."""
     import pandas as pd
 
-    from bench.core import claims
+    from bench.core.judging import claims
     from bench.trinity import STUDY
     from bench.trinity.claims import _roofline_claims
 

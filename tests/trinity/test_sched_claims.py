@@ -7,9 +7,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench.core import claims as core_claims, records
-from bench.core.errors import ConfigError
-from bench.core.step import Context, execute
+from bench.core.judging import claims as core_claims
+
+from bench.core.measuring import records
+from bench.core.base.errors import ConfigError
+from bench.core.measuring.step import Context, execute
 from bench.trinity import STUDY, claims
 
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from bench.core.errors import ConfigError
+from bench.core.base.errors import ConfigError
 from bench.trinity.system import event_loop, scheduler, workload
 
 PRE = [workload.RequestClass(10, 16), workload.RequestClass(10, 32)]

@@ -1,9 +1,13 @@
 """The steps' records, the claims rows, the schema and bad configuration."""
 import pytest
 
-from bench.core import claims as core_claims, config, records
-from bench.core.errors import ConfigError, DataFormatError
-from bench.core.step import Context, execute
+from bench.core.judging import claims as core_claims
+
+from bench.core.declaring import config
+
+from bench.core.measuring import records
+from bench.core.base.errors import ConfigError, DataFormatError
+from bench.core.measuring.step import Context, execute
 from bench.trinity import STUDY, claims
 
 

@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from bench.core import devices
+from bench.core.machine import devices
 
 TEST_LAW = {"alpha": 0.002, "beta": 0.01}   # emulated accelerator law for the tests (s/query, s)
 ACC = "cuda" if devices.cuda_available() else "emulated"   # the accelerator instance on this machine

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bench.core import records
+from bench.core.measuring import records
 
 PAIRS = ("v100-xeon", "atlas-kunpeng")
 SLOS = (0.25, 0.5)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench.core import claims as C
-from bench.core import records
+from bench.core.judging import claims as C
+from bench.core.measuring import records
 from bench.windve import STUDY, claims
 from bench.windve.figures import FIGURES
 
@@ -177,8 +177,8 @@ def test_repeated_searches_give_the_cell_its_interval():
 @pytest.mark.parametrize("which", ["recs", "gpu_recs"])
 def test_each_figure_tags_the_source_of_the_ledger_rows_it_backs(which, request, tmp_path):
     """Issue 32 section 5: each ledger row's source (measured / emulated) is among the sources the figures
-    linked to it draw (bench.core.report_links' links), figures and claims from the same records."""
-    from bench.core.figure_checks import png_sources, tag_mismatches
+    linked to it draw (bench.core.presenting.report_links' links), figures and claims from the same records."""
+    from bench.core.presenting.figure_checks import png_sources, tag_mismatches
 
     recs = request.getfixturevalue(which)
     pngs = []
@@ -190,7 +190,7 @@ def test_each_figure_tags_the_source_of_the_ledger_rows_it_backs(which, request,
     rows = C.frame(claims.build(records.read_kinds(recs), params, "tiny"))
     assert tag_mismatches(rows, {"windve": pngs}) == []
     # every ledger row links to a figure, or says it has none (#32): the figures' claims=(...) declarations
-    from bench.core.report_links import link
+    from bench.core.presenting.report_links import link
 
     unlinked = {c for (_, c), stems in link(rows, {"windve": pngs}).items() if not stems}
     assert unlinked == {"target-cosine"}

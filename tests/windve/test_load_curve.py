@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench.core import records
+from bench.core.measuring import records
 from bench.windve import analysis
 from bench.windve.figures import FIGURES
 

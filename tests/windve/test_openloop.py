@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from bench.core.errors import ConfigError
+from bench.core.base.errors import ConfigError
 from bench.serving import loadgen
 from bench.windve import load
 from bench.windve.system.service_config import free_port

@@ -9,7 +9,7 @@ import urllib.request
 import psutil
 import pytest
 
-from bench.core.errors import BenchError
+from bench.core.base.errors import BenchError
 from bench.windve.load import ServiceProcess
 from bench.windve.system.service_config import free_port
 

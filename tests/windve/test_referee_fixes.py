@@ -11,8 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench.core import claims as C
-from bench.core import plotting, records
+from bench.core.judging import claims as C
+from bench.core.presenting import plotting
+from bench.core.measuring import records
 from bench.windve import STUDY, analysis, claims
 from bench.windve import paper_values as PV
 from bench.windve.figures import FIGURES

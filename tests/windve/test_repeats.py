@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench.core import claims as C
+from bench.core.judging import claims as C
 from bench.windve import STUDY, analysis, claims
 from bench.windve.system import estimator
 

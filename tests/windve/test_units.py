@@ -8,7 +8,7 @@ import socket
 import numpy as np
 import pytest
 
-from bench.core.errors import ConfigError
+from bench.core.base.errors import ConfigError
 from bench.windve.system import detector, emulation, estimator
 from bench.windve.system.queue_manager import QueueManager
 from bench.windve.system.service_config import ServiceConfig, check_port_free
@@ -212,7 +212,7 @@ def test_warmup_sizes_per_device():
 
 def test_steps_pick_the_accelerator_of_this_machine():
     """auto: the GPU where there is one, else emulated; --prefer-emulated only when asked for."""
-    from bench.core import devices
+    from bench.core.machine import devices
     from bench.windve import STUDY
     from bench.windve.steps.inputs import resolve_accelerator, run_pairs, service_args
 

@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from ..core.atomic import write_text
-from ..core.errors import ConfigError, DataFormatError
+from ..core.base.atomic import write_text
+from ..core.base.errors import ConfigError, DataFormatError
 from ..data import formats
 from . import knn
 
@@ -67,7 +67,7 @@ def build_device(device: str | None = None) -> str:
     """Where the graph is built: ``device``, or CUDA when torch sees one, else the CPU."""
     if device:
         return device
-    from ..core import devices
+    from ..core.machine import devices
 
     return "cuda" if devices.cuda_available() else "cpu"
 

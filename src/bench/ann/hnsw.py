@@ -10,7 +10,7 @@ import time
 import faiss
 import numpy as np
 
-from ..core.errors import ConfigError
+from ..core.base.errors import ConfigError
 
 
 def check_params(m: int, ef_construction: int) -> None:

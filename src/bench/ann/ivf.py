@@ -9,8 +9,8 @@ from pathlib import Path
 import faiss
 import numpy as np
 
-from ..core.atomic import atomic_path
-from ..core.errors import ConfigError
+from ..core.base.atomic import atomic_path
+from ..core.base.errors import ConfigError
 
 METRICS = {"l2": faiss.METRIC_L2, "ip": faiss.METRIC_INNER_PRODUCT}
 

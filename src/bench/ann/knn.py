@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.errors import DataFormatError
+from ..core.base.errors import DataFormatError
 
 MARGIN = 16
 

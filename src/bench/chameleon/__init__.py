@@ -14,7 +14,7 @@ accelerator (ChamVS), disaggregated memory nodes over TCP, and RALM serving (Cha
 
 This package imports neither torch nor faiss at import time, so memory-node processes start fast.
 """
-from ..core.study import Steps, Study
+from ..core.declaring.study import Steps, Study
 from .params import Params
 
 STUDY = Study(name="chameleon", cli="chameleon",

@@ -8,7 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..core import claims, sequential
+from ..core.judging import claims
+
+from ..core.measuring import sequential
 from . import analysis
 from .params import Params
 

@@ -1,11 +1,11 @@
 """The ``chameleon`` profile section as typed parameters: each key's type, default, bounds and description
-(bench.core.keys), the one source of the section's schema."""
+(bench.core.declaring.keys), the one source of the section's schema."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
 
-from ..core.keys import key
+from ..core.declaring.keys import key
 
 # the search configurations of section 6 (exact-*: brute force in torch, the anchor an ANN engine must beat)
 Config = Literal["cpu", "cpu-gpu", "gpu", "torch-cpu", "torch-cuda", "fpga-cpu", "fpga-gpu", "exact-cpu", "exact-cuda"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..core.cliutil import json_arg
+from ..core.commands.cliutil import json_arg
 
 
 def register(sub: argparse._SubParsersAction) -> None:

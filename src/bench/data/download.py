@@ -25,8 +25,8 @@ from typing import Callable
 import requests
 from tqdm import tqdm
 
-from ..core.atomic import write_text
-from ..core.errors import ChecksumError, DownloadError
+from ..core.base.atomic import write_text
+from ..core.base.errors import ChecksumError, DownloadError
 from . import registry
 from .registry import RemoteFile, Source
 

@@ -6,7 +6,7 @@
 - big-ann ground truth: uint32 n, uint32 k, n*k int32 ids, then n*k float32 distances.
 
 Readers validate sizes against headers and every row's dimension before returning, and raise
-:class:`~bench.core.errors.DataFormatError` naming the file and what disagrees.
+:class:`~bench.core.base.errors.DataFormatError` naming the file and what disagrees.
 """
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.atomic import atomic_path
-from ..core.errors import DataFormatError
+from ..core.base.atomic import atomic_path
+from ..core.base.errors import DataFormatError
 
 VECS_DTYPES = {"fvecs": np.float32, "ivecs": np.int32, "bvecs": np.uint8}
 BIN_DTYPES = {"fbin": np.float32, "u8bin": np.uint8, "i8bin": np.int8, "ibin": np.int32}

@@ -21,8 +21,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..core.atomic import write_text
-from ..core.errors import ConfigError, DataFormatError
+from ..core.base.atomic import write_text
+from ..core.base.errors import ConfigError, DataFormatError
 from . import formats, groundtruth, registry, synthetic, text
 from .download import source_dir
 

@@ -13,7 +13,7 @@ import importlib.util
 import json
 from pathlib import Path
 
-from ..core.errors import UnknownDatasetError
+from ..core.base.errors import UnknownDatasetError
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..core.atomic import atomic_path
-from ..core.errors import DataFormatError
+from ..core.base.atomic import atomic_path
+from ..core.base.errors import DataFormatError
 
 
 @dataclasses.dataclass

@@ -8,7 +8,7 @@ and the emulated slower SSD (5.1), equation 4 (4.3). The steps in :mod:`.steps` 
 :mod:`.analysis` holds what the figures (:mod:`.figures`, every table and figure of the paper) and the
 claims (:mod:`.claims`) both compute from the records.
 """
-from ..core.study import Steps, Study
+from ..core.declaring.study import Steps, Study
 from .params import Params
 from .verbs import verbs
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..core import claims, sequential
+from ..core.judging import claims
+
+from ..core.measuring import sequential
 from . import paper_values as PV
 from .analysis import (E2E, bow_cls, disk_words, emulated_keys, eq4_table, hitrate, prefetch_budget_s, premise,
                        reader_engine, ssd_words)
@@ -16,7 +18,7 @@ from .system.eq4 import ESPN_BATCH
 from .system.eq4 import PREFETCHER, PREFETCHER_SERIAL
 
 MIN_QD_GAIN = 4.0   # a device counts as parallel when its QD32 rate is at least this many times its QD1 rate
-QD_GAIN_FROM = ("the harness's own bar, fixed when the premise was added (issue 30) and not tuned since: the "
+QD_GAIN_FROM = ("the harness's own bar, fixed when the premise was added and not tuned since: the "
                 "paper gives no number, section 2.3 only says an SSD reaches its rated IOPS with many requests in "
                 "flight; 4x is an eighth of what 32 reads in flight could give")
 MIN_PROBE_PAIRS = 4   # QD1/QD32 probe pairs needed for an interval on the premise

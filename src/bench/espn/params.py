@@ -1,5 +1,5 @@
 """The ``espn`` profile section as typed parameters: each key's type, default, bounds and description
-(bench.core.keys), the one source of the section's schema.
+(bench.core.declaring.keys), the one source of the section's schema.
 
 ESPN (Shrestha, Reddy, Li): the build (sections 3.1, 4.1, 4.2), the prefetcher's step and delta (equation 3),
 the memory budgets and back ends of Tables 4/5, the batch sweep of Figures 8-10 and the reader-vs-fio reference.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core.keys import key
+from ..core.declaring.keys import key
 
 
 @dataclass(frozen=True)
@@ -222,7 +222,7 @@ class Params:
     )
     e2e_second_stage: bool = key(
         False,
-        description=("The e2e step's two-stage design (bench.core.sequential): when the rows judged over fresh "
+        description=("The e2e step's two-stage design (bench.core.measuring.sequential): when the rows judged over fresh "
                      "worker processes (the prefetch target, the memory saved) are not decided after the first "
                      "`processes` fresh processes, as many again run. It reruns the whole step (about 80 s a "
                      "process on tiny), so it is off unless a profile turns it on (small, paper): tiny's 12 "

@@ -8,8 +8,8 @@ import argparse
 
 
 def _worker(a: argparse.Namespace) -> None:
-    from ..core import config
-    from ..core import params as typed
+    from ..core.declaring import config
+    from ..core.declaring import params as typed
     from . import worker
     from .params import Params
 
@@ -22,7 +22,7 @@ def _worker(a: argparse.Namespace) -> None:
 
 
 def verbs(s: argparse._SubParsersAction) -> None:
-    from ..core.studycli import json_arg
+    from ..core.commands.studycli import json_arg
 
     w = s.add_parser("e2e-worker", help="(internal) one end-to-end configuration in its own process")
     w.add_argument("--build", required=True)

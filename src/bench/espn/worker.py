@@ -15,7 +15,7 @@ cap's failcnt and reclaim (memory.stat) counted over that pass, and whether the 
 Before each back end the worker frees what the last one left and hands the heap glibc keeps (up to 64 MiB
 with ``steps.e2e.MALLOC_ENV``) back to the kernel (:func:`_release`), so every back end's heap is charged to
 the cap from the same start. Without it the back end that ran first reused heap primed outside the cap,
-uncharged, and read a peak ~25 MB lower than the same back end run later (issue 29: memory-saved read
+uncharged, and read a peak ~25 MB lower than the same back end run later (memory-saved read
 5.3-7.5x for the direct_prefetch that ran first in its worker, 2.7-4.2x for the others). The unlimited run
 (the cached solution) joins a cap at the machine's memory, which never binds, so its peak is measured as
 ESPN's is."""
@@ -59,7 +59,7 @@ class Setup:
 
 def _setup(build_dir, params: Params, budget, label, mech, threads, blkio_iops, table_path=None,
            ssd=None) -> Setup:
-    from ..core import measure
+    from ..core.measuring import measure
     from ..data import prepared
 
     measure.set_threads(threads)

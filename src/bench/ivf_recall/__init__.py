@@ -5,7 +5,7 @@ Figure 5 (recall vs nprobe) and of Chameleon's choice of nprobe (section 6, IVF-
 The worked example of docs/adding-a-study.md: the declaration below is all the CLI, the derived rules
 and the contract test read.
 """
-from ..core.study import Steps, Study
+from ..core.declaring.study import Steps, Study
 from .params import Params
 
 STUDY = Study(name="ivf_recall", cli="ivf-recall", help="IVF-PQ recall and queries/s against nprobe",

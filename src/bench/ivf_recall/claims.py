@@ -1,13 +1,13 @@
 """The recall chain's row of the claims ledger. It reproduces no paper claim of its own: it checks the
 premise ESPN's Figure 5 and Chameleon's choice of nprobe 32 rest on, that IVF-PQ recall rises with
-nprobe while queries/s fall, on every dataset of the profile (issue 29: judged over all datasets, the
+nprobe while queries/s fall, on every dataset of the profile (judged over all datasets, the
 reason naming the worst; recall is deterministic, queries/s get an interval over the measured runs)."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from ..core import claims
+from ..core.judging import claims
 from . import analysis
 from .params import Params
 

@@ -1,10 +1,10 @@
 """The ``ivf_recall`` profile section as typed parameters: each key's type, default, bounds and description
-(bench.core.keys), the one source of the section's schema."""
+(bench.core.declaring.keys), the one source of the section's schema."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core.keys import key
+from ..core.declaring.keys import key
 
 
 @dataclass(frozen=True)

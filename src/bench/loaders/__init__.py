@@ -9,7 +9,7 @@ ranker, measured for samples/s and memory under DataParallel and DistributedData
 - :mod:`.analysis`: the aggregates the figures and claims share; :mod:`.figures`, :mod:`.claims`;
 - :mod:`.verbs`: ``bench loaders ddp-rank`` (a DDP rank under torchrun, one node or several).
 """
-from ..core.study import Steps, Study
+from ..core.declaring.study import Steps, Study
 from .params import Params
 from .verbs import verbs
 

@@ -147,7 +147,7 @@ def ddp_dp_run_ids(loader: str) -> tuple[str, str]:
 def in_design(df: pd.DataFrame, *run_ids: str) -> bool:
     """Whether any of these grid runs is one the train step's two-stage design covers (DP or DDP at
     :data:`DDP_DP_REPLICAS`, in records that carry ``stage``): its interval is then drawn at the design's
-    level per look (:data:`bench.core.sequential.LEVEL`), whichever stage the step stopped at."""
+    level per look (:data:`bench.core.measuring.sequential.LEVEL`), whichever stage the step stopped at."""
     if "stage" not in df or not df["stage"].notna().any():
         return False
     return any(rid.split("/")[1:] in (["ddp", str(DDP_DP_REPLICAS)], ["dp", str(DDP_DP_REPLICAS)]) for rid in run_ids)
@@ -156,7 +156,7 @@ def in_design(df: pd.DataFrame, *run_ids: str) -> bool:
 def ddp_over_dp(st: pd.DataFrame, loader: str, level: float = 0.95) -> tuple[float, float, float]:
     """DDP over DP samples/s of ``loader`` at :data:`DDP_DP_REPLICAS` (median per-step ratio): rounds of fresh
     runs resampled first, then steps; the same computation for the step's stage-1 look and for the claim."""
-    from ..core import claims
+    from ..core.judging import claims
 
     a = {"loader": loader, "parallel": "ddp", "replicas": DDP_DP_REPLICAS}
     b = {"loader": loader, "parallel": "dp", "replicas": DDP_DP_REPLICAS}

@@ -6,7 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..core import claims, sequential
+from ..core.judging import claims
+
+from ..core.measuring import sequential
 from . import analysis as A
 from . import paper_values as P
 from .params import Params

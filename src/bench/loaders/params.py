@@ -1,10 +1,10 @@
 """The ``loaders`` profile section (Moving Stuff Around) as typed parameters: each key's type, default,
-bounds and description (bench.core.keys), the one source of the section's schema."""
+bounds and description (bench.core.declaring.keys), the one source of the section's schema."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core.keys import key
+from ..core.declaring.keys import key
 
 
 @dataclass(frozen=True)

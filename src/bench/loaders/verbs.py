@@ -9,8 +9,9 @@ from pathlib import Path
 
 def _check_rank_args(a: argparse.Namespace) -> None:
     """ddp-rank's door: torchrun's environment, the bundle and model, the device, before any work."""
-    from ..core import devices, doors
-    from ..core.errors import ConfigError
+    from ..core.machine import devices
+    from ..core.commands import doors
+    from ..core.base.errors import ConfigError
     from .system import torchrun
     from .system.collection import BUNDLE, MODEL
     from .system.stores import check_loader
@@ -45,7 +46,7 @@ def _ddp_rank(a: argparse.Namespace) -> None:
 
 def verbs(s: argparse._SubParsersAction) -> None:
     """Add ``ddp-rank`` to ``bench loaders``."""
-    from ..core import doors
+    from ..core.commands import doors
 
     r = s.add_parser("ddp-rank", help="one DDP rank started by torchrun (multi-node: torchrun --nnodes N ...)")
     r.add_argument("--bundle", required=True, help="the bundle.json `bench loaders build` wrote (same path on every node)")

@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from ..core.errors import ConfigError
+from ..core.base.errors import ConfigError
 
 
 @dataclasses.dataclass(frozen=True)

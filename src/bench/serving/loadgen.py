@@ -20,7 +20,7 @@ from typing import Any, Awaitable, Callable, Sequence
 
 import numpy as np
 
-from ..core.errors import ConfigError
+from ..core.base.errors import ConfigError
 
 
 def poisson_schedule(rate: float, n: int, seed: int) -> np.ndarray:

@@ -1,5 +1,5 @@
 """MLPerf LoadGen (the ``mlcommons-loadgen`` package) as the reference open-loop load generator of the
-service studies (WindVE's open-loop runs; issue 33), beside our own :mod:`.loadgen`.
+service studies (WindVE's open-loop runs), beside our own :mod:`.loadgen`.
 
 LoadGen's Server scenario draws Poisson arrivals at a target rate (its own generator, seeded with
 ``schedule_rng_seed``), issues each query at its scheduled time to a system under test (SUT) and counts each
@@ -35,7 +35,7 @@ import threading
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
-from ..core.errors import BenchError, ConfigError
+from ..core.base.errors import BenchError, ConfigError
 from .loadgen import Outcome
 
 _ONE_TEST = threading.Lock()

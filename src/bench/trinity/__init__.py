@@ -7,7 +7,7 @@ them (:mod:`.steps`): ``graph`` (build), ``recall`` and ``trace`` (the engine of
 ``sched`` (the pool as a service, replaying the trace), ``roofline`` (Figure 1) and ``placement``
 (Figure 2, modelled). The declaration below is all the CLI, the derived rules and the contract test read.
 """
-from ..core.study import Steps, Study
+from ..core.declaring.study import Steps, Study
 from .params import Params
 
 STUDY = Study(name="trinity", cli="trinity",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..core import claims
+from ..core.judging import claims
 from . import analysis
 from .params import Params
 
@@ -118,7 +118,7 @@ def _hnsw_claims(df: pd.DataFrame, params: Params) -> list[claims.Claim]:
 
 
 def _exact_claim(ds, g, eng, best_e, e_runs) -> list[claims.Claim]:
-    """The engine at recall >= 0.95 against exact brute force on the same device (issue 17's target: >= 2x)."""
+    """The engine at recall >= 0.95 against exact brute force on the same device (the harness's target: >= 2x)."""
     ex = g[g.system.str.startswith("exact-")]
     if ex.empty:
         return []
@@ -154,7 +154,7 @@ def _one_trace(rows: pd.DataFrame) -> str:
 
 def _deadline_share(tri: pd.DataFrame) -> tuple[float, float, float, str, str]:
     """The share of prefill retrievals that met their deadline, pooled over the seeds, with the Korn-Graubard
-    interval over the trace's fresh processes (:func:`bench.core.claims.cluster_proportion_ci`): the seeds
+    interval over the trace's fresh processes (:func:`bench.core.judging.claims.cluster_proportion_ci`): the seeds
     replaying one trace share its measured extend times, so a binomial over every retrieval would leave out
     the noise between runs of the live engine (a quiet run read 0.983 [0.978, 0.986] where two others read
     0.997 [0.995, 0.999]). One trace process: the share and no interval (it decides nothing)."""
@@ -180,7 +180,7 @@ def _paired(num: pd.DataFrame, den: pd.DataFrame, col: str, keys: tuple = ("repe
     """``num``'s ``col`` over ``den``'s (``den`` over ``num`` where ``flip``), run by run: rows equal on ``keys``
     (and ``trace_process``) replayed the same arrivals (one seed) on the same trace process, so each pair gives
     one ratio; the median of the ratios, with a bootstrap over trace processes first, then pairs
-    (:func:`bench.core.claims.bootstrap_ci`)."""
+    (:func:`bench.core.judging.claims.bootstrap_ci`)."""
     on = list(keys) + (["trace_process"] if "trace_process" in num and "trace_process" in den else [])
     m = num.merge(den, on=on, suffixes=("_n", "_d"))
     a, b = m[f"{col}_n"], m[f"{col}_d"]

@@ -1,11 +1,11 @@
 """The ``trinity`` profile section as typed parameters: each key's type, default, bounds and
-description (bench.core.keys), the one source of the section's schema."""
+description (bench.core.declaring.keys), the one source of the section's schema."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core.errors import ConfigError
-from ..core.keys import key
+from ..core.base.errors import ConfigError
+from ..core.declaring.keys import key
 
 
 @dataclass(frozen=True)

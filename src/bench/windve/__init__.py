@@ -12,7 +12,7 @@ and the paper's closed-loop concurrency measurements (Section V).
   accelerator ran: the CUDA GPU, measured, or the emulated one);
 - :mod:`.figures`, :mod:`.claims`, :mod:`.paper_values`.
 """
-from ..core.study import Steps, Study
+from ..core.declaring.study import Steps, Study
 from .params import Params
 from .system.server import verbs
 

@@ -171,7 +171,7 @@ def depth_rows(prof: pd.DataFrame, serv: pd.DataFrame | None) -> pd.DataFrame:
     rounds and of each round alone (equal to ``depth`` where the records have one search)."""
     d = prof[(prof.kind == "depth") & (prof.experiment == "base")].copy()
     d["dev"] = np.where(d.device == "cpu", "cpu", "accelerator")
-    for col in ("depth_low", "depth_high"):   # the spread over repeated searches / per-round fits (issue 29)
+    for col in ("depth_low", "depth_high"):   # the spread over repeated searches / per-round fits
         d[col] = d[col].fillna(d.depth) if col in d else d.depth
     out = [d[["pair", "dev", "device", "slo_s", "method", "depth", "runs", "depth_low", "depth_high"]]]
     if serv is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bench.core import claims
+from bench.core.judging import claims
 
 from . import analysis
 from . import paper_values as PV

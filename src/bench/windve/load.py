@@ -22,7 +22,7 @@ import urllib.request
 import aiohttp
 import numpy as np
 
-from bench.core.errors import BenchError, ConfigError
+from bench.core.base.errors import BenchError, ConfigError
 
 REQUEST_TIMEOUT_SLOS = 20   # an open-loop request unanswered after this many SLOs counts as lost
 

@@ -1,12 +1,12 @@
 """The ``windve`` profile section as typed parameters (each key's type, default, bounds and description
-with bench.core.keys, the one source of the section's schema): the
+with bench.core.declaring.keys, the one source of the section's schema): the
 SLOs and device pairs of Section V, the closed-loop levels of the profiles (Figure 4, Table III,
 Figures 5/6), the fine-tuning of Tables I/II, the overload and open-loop runs, and the targets."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core.keys import key
+from ..core.declaring.keys import key
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ throughput, Table 5), ``ralm`` (Figures 10-12); ``_draw`` holds what they share.
 through ``plotting.label_source``; the authors' values are drawn in ``plotting.PAPER_STYLE``; values the
 harness computed from the authors' numbers are labelled as computed; results at our scale and the paper's
 are never on one absolute axis."""
-from ...core.figures import Registry
+from ...core.presenting.figures import Registry
 
 # What each figure shows, for the report (the caption the figure writes adds the run's details).
 DESCRIPTIONS = {

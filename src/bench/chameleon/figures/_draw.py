@@ -12,8 +12,8 @@ from matplotlib.transforms import offset_copy
 import numpy as np
 import pandas as pd
 
-from ...core import plotting
-from ...core.atomic import atomic_path
+from ...core.presenting import plotting
+from ...core.base.atomic import atomic_path
 from .. import paper_values
 
 COMPUTED_COLOR = "#8c6d31"   # values the harness computed from the authors' numbers (never labelled paper)

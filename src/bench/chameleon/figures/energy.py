@@ -9,8 +9,8 @@ import re
 import numpy as np
 import pandas as pd
 
-from ...core import plotting
-from ...core.figures import figure
+from ...core.presenting import plotting
+from ...core.presenting.figures import figure
 from .. import analysis
 from ._draw import busy_text, dataset_order, label, log_dots, nice_log_limits, where, write_csv
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ...core import plotting
-from ...core.figures import figure
+from ...core.presenting import plotting
+from ...core.presenting.figures import figure
 from .. import analysis
 from ._draw import dodge, label, plain_log_ticks, where
 

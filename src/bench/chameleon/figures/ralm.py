@@ -15,9 +15,9 @@ import pandas as pd
 
 from matplotlib.lines import Line2D
 
-from ...core import plotting
-from ...core.claims import ratio_ci
-from ...core.figures import figure
+from ...core.presenting import plotting
+from ...core.judging.claims import ratio_ci
+from ...core.presenting.figures import figure
 from .. import analysis, paper_values
 from ..analysis import model_size as _size
 from ._draw import (COMPUTED_COLOR, COMPUTED_LABEL, busy_text, label, legend_below_matching, log_dots,

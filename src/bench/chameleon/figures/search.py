@@ -11,8 +11,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ...core import plotting
-from ...core.figures import figure
+from ...core.presenting import plotting
+from ...core.presenting.figures import figure
 from .. import analysis, paper_values
 from ._draw import dataset_order, label, log_dots, nice_log_limits, not_run_text, plain_log_ticks, where
 

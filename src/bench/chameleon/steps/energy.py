@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...core import records
-from ...core.step import Context, Result
-from ...core.study import step
+from ...core.measuring import records
+from ...core.measuring.step import Context, Result
+from ...core.declaring.study import step
 from .. import paper_values
 from ..system.energy import power_counters
 

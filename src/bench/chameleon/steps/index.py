@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from ...ann import ivf as ivf_index
-from ...core.errors import ConfigError
-from ...core.step import Context
-from ...core.study import step
+from ...core.base.errors import ConfigError
+from ...core.measuring.step import Context
+from ...core.declaring.study import step
 from ...data import prepared
 from ..params import Params
 from ..system import pqscan

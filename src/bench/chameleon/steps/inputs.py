@@ -1,15 +1,15 @@
 """What several Chameleon steps read (section 6.2): a dataset and its IVF-PQ index, the index's shape
 (nlist, PQ m) for a dataset, the batch protocol, and the ChamVS node and host path the study uses, each
 calibrated on the authors' archived points (``paper_values``) from the profile's ``fpga`` section.
-Not a step: :class:`bench.core.study.Steps` skips this module."""
+Not a step: :class:`bench.core.declaring.study.Steps` skips this module."""
 from __future__ import annotations
 
 import dataclasses
 import math
 
 from ...ann import ivf as ivf_index
-from ...core.errors import ConfigError
-from ...core.step import Context
+from ...core.base.errors import ConfigError
+from ...core.measuring.step import Context
 from ...data import prepared
 from .. import paper_values
 from ..params import Fpga, Params

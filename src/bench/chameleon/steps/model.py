@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 
 from ...ann import ivf as ivf_index
-from ...core.step import Context, Result
-from ...core.study import step
+from ...core.measuring.step import Context, Result
+from ...core.declaring.study import step
 from .. import paper_values
 from ..params import Fpga, Params
 from ..system import fpga_model, pqscan

@@ -13,9 +13,9 @@ import time
 import numpy as np
 import pandas as pd
 
-from ...core import records
-from ...core.step import Context, Result
-from ...core.study import step
+from ...core.measuring import records
+from ...core.measuring.step import Context, Result
+from ...core.declaring.study import step
 from ..params import Nodes, Params
 from ..system import coordinator as co
 from ..system import pqscan

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...core.step import Context, Result
-from ...core.study import step
+from ...core.measuring.step import Context, Result
+from ...core.declaring.study import step
 from .. import paper_values
 from ..params import Params
 from ..system import pqscan, priority_queue

@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 
 from ...ann import ivf as ivf_index
-from ...core import records
-from ...core.errors import ConfigError
-from ...core.step import Context, Result
-from ...core.study import step
+from ...core.measuring import records
+from ...core.base.errors import ConfigError
+from ...core.measuring.step import Context, Result
+from ...core.declaring.study import step
 from ...data import prepared
 from .. import paper_values
 from ..params import LM, Params, Ralm

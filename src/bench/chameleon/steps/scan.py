@@ -6,9 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...core import devices, measure, records
-from ...core.step import Context, Result
-from ...core.study import step
+from ...core.machine import devices
+
+from ...core.measuring import measure, records
+from ...core.measuring.step import Context, Result
+from ...core.declaring.study import step
 from ..params import Params
 from ..system import pqscan
 from .inputs import load
@@ -57,10 +59,11 @@ SCAN_RATIO_MAX, GBPS_MIN = 2.0, 1.0   # the thresholds of the two targets the sc
 
 
 def decided(rows: pd.DataFrame, params) -> bool:
-    """Stage 1 of the two-stage design (:mod:`bench.core.sequential`): do this dataset's intervals, drawn at
+    """Stage 1 of the two-stage design (:mod:`bench.core.measuring.sequential`): do this dataset's intervals, drawn at
     the design's level over the fresh processes, already clear both targets (torch within 2x of faiss, faiss
     >= 1.0 GB/s per core)? When not, a second stage of as many processes runs."""
-    from ...core import claims, sequential
+    from ...core.judging import claims
+    from ...core.measuring import sequential
 
     m = rows[(rows.phase == "measured") & (rows.device == "cpu")] if "phase" in rows else rows[rows.device == "cpu"]
     t, f = m[m.impl == "torch"], m[m.impl == "faiss"]
@@ -68,7 +71,7 @@ def decided(rows: pd.DataFrame, params) -> bool:
         return True
     _, lo, hi = claims.bootstrap_ci(t.pair_ratio_torch_over_faiss, level=sequential.LEVEL, groups=t.process)
     _, glo, ghi = claims.bootstrap_ci(f.gbps_per_core, level=sequential.LEVEL, groups=f.process)
-    return (sequential.clears(SCAN_RATIO_MAX, "<=")(lo, hi) and sequential.clears(GBPS_MIN)(glo, ghi))
+    return (claims.clears(SCAN_RATIO_MAX, "<=")(lo, hi) and claims.clears(GBPS_MIN)(glo, ghi))
 
 
 @step("scan", needs=("manifest", "index"), processes=True, decide=decided,

@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 
 from ...ann.metrics import recall_at_k
-from ...core import records
-from ...core.step import Context, Result
-from ...core.study import step
+from ...core.measuring import records
+from ...core.measuring.step import Context, Result
+from ...core.declaring.study import step
 from .. import paper_values
 from ..params import Params
 from ..system import backends, pqscan

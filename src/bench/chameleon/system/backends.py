@@ -33,7 +33,7 @@ records them as ``not_run``. The ``exact-*`` anchors need the base vectors (``ma
 ``available()`` is False.
 
 ``search(xq, k)`` returns a :class:`SearchOutput` whose ``seconds`` is the batch latency: wall-clock
-(``bench.core.measure.Timer``, CUDA synchronised) for measured configurations; measured coarse time
+(``bench.core.measuring.measure.Timer``, CUDA synchronised) for measured configurations; measured coarse time
 plus the authors' per-batch host fixed cost (calibrated on their points by the study,
 ``bench.chameleon.steps.inputs.host_path``) plus the performance model's node time for the FPGA ones.
 Thread counts are the process's (``measure.set_threads``, which the step skeleton calls for faiss and
@@ -45,9 +45,9 @@ import dataclasses
 
 import numpy as np
 
-from ...core import devices
-from ...core.errors import ConfigError
-from ...core.measure import Timer
+from ...core.machine import devices
+from ...core.base.errors import ConfigError
+from ...core.measuring.measure import Timer
 from . import exact, pqscan
 from .fpga_model import FPGANode
 

@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from ...core.errors import ConfigError
+from ...core.base.errors import ConfigError
 from . import protocol as P
 
 

@@ -14,7 +14,7 @@ import glob
 import os
 from pathlib import Path
 
-from ...core import devices
+from ...core.machine import devices
 
 
 def _rapl_domains() -> list[Path]:

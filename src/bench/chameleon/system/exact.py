@@ -13,7 +13,7 @@ import dataclasses
 
 import numpy as np
 
-from ...core.errors import ConfigError
+from ...core.base.errors import ConfigError
 
 # Bound on the (queries x base vectors) distance block per chunk. CPU: 64 MB; CUDA: 1 GB.
 CHUNK_ELEMS = {"cpu": 1 << 24, "cuda": 1 << 28}

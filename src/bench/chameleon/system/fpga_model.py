@@ -28,7 +28,7 @@ import math
 
 import numpy as np
 
-from ...core.errors import ConfigError
+from ...core.base.errors import ConfigError
 from . import priority_queue
 
 # Assumptions (not calibrated): network of the U250's 100 Gb/s port and a software coordinator hop.

@@ -40,7 +40,7 @@ import functools
 
 import numpy as np
 
-from ...core.errors import ConfigError
+from ...core.base.errors import ConfigError
 
 KSUB = 256
 

@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from ...core.errors import ConfigError
+from ...core.base.errors import ConfigError
 
 
 def binomial_pmf(k_total: int, num_queues: int) -> np.ndarray:

@@ -19,7 +19,7 @@ import struct
 
 import numpy as np
 
-from ...core.errors import BenchError
+from ...core.base.errors import BenchError
 
 MAGIC, VERSION = b"CHMV", 1
 HEADER = struct.Struct("!4sBBHI")

@@ -22,7 +22,7 @@ from typing import Callable
 
 import numpy as np
 
-from ...core.errors import ConfigError
+from ...core.base.errors import ConfigError
 from ...serving.lm import Generator, LMSpec, build_model  # noqa: F401  (re-exported)
 
 
@@ -46,7 +46,7 @@ def generate(spec: LMSpec, model, batch: int, seq_len: int, interval: int | None
     """
     import torch
 
-    from ...core.measure import Timer
+    from ...core.measuring.measure import Timer
 
     if seq_len < 1:
         raise ConfigError(f"seq_len must be >= 1, got {seq_len}")

@@ -2,7 +2,7 @@
 the paper's values beside ours in their own marker and colour; a table (CSV + Markdown) is written beside
 each figure. Found in this package's modules by the registry; ``DESCRIPTIONS`` say what each figure shows,
 for the report (the caption the figure writes adds the run's details)."""
-from ...core.figures import Registry
+from ...core.presenting.figures import Registry
 
 DESCRIPTIONS = {
     "eq4": (

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...core import plotting
-from ...core.atomic import write_text
+from ...core.presenting import plotting
+from ...core.base.atomic import write_text
 from .. import analysis as A
 from ..system.eq4 import ESPN_BATCH
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...core import plotting
-from ...core.figures import figure
+from ...core.presenting import plotting
+from ...core.presenting.figures import figure
 
 from . import _shared as S
 

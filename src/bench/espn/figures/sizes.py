@@ -10,8 +10,8 @@ from matplotlib.ticker import FuncFormatter
 import numpy as np
 import pandas as pd
 
-from ...core import plotting
-from ...core.figures import figure
+from ...core.presenting import plotting
+from ...core.presenting.figures import figure
 from .. import analysis as A
 from .. import paper_values as PV
 from . import _shared as S

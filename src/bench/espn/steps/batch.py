@@ -8,9 +8,9 @@ import time
 import numpy as np
 import pandas as pd
 
-from ...core import measure, records
-from ...core.step import Context, Result
-from ...core.study import step
+from ...core.measuring import measure, records
+from ...core.measuring.step import Context, Result
+from ...core.declaring.study import step
 from ..system import backends, candidates
 from ..system.eq4 import ESPN_BATCH as ESPN
 from ..system.eq4 import PREFETCHER_SERIAL

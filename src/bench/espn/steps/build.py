@@ -9,10 +9,10 @@ import time
 
 import numpy as np
 
-from ...core import measure
-from ...core.atomic import write_text
-from ...core.step import Context
-from ...core.study import step
+from ...core.measuring import measure
+from ...core.base.atomic import write_text
+from ...core.measuring.step import Context
+from ...core.declaring.study import step
 from ..params import Params
 from ..system import candidates, encoders, layout
 from ..system.encoders import EncoderUnavailable

@@ -25,10 +25,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...core import records
-from ...core.params import as_dict
-from ...core.step import Context, Result
-from ...core.study import step
+from ...core.measuring import records
+from ...core.declaring.params import as_dict
+from ...core.measuring.step import Context, Result
+from ...core.declaring.study import step
 from ..params import Params
 from ..system import backends, fuse_ssd, memory_budget as memory, slow_ssd
 from ..system.backends import BackendUnavailable
@@ -176,11 +176,11 @@ def _ordered(items: list, ctx: Context, what: str) -> list:
 # reader) and on an emulated device (fuse_ssd.measure_qd: the emulated QD32 check reads qd_reads, QD1 a quarter)
 DISK_PROBE_READS = (500, 2000)   # QD1, QD32: ~0.1 s a pair on this VM's disk (QD1 ~15k, QD32 ~50k IOPS)
 # pairs at the start and before each native configuration, in each process of the step: 6 (60 in a 2-process
-# tiny step), up from 2 (issue 29: 20 pairs in all read 2.54x [2.00, 3.26], 2.71x [2.43, 3.14] and 3.56x
+# tiny step), up from 2 (20 pairs in all read 2.54x [2.00, 3.26], 2.71x [2.43, 3.14] and 3.56x
 # [3.20, 4.06] on three quiet tiny runs against the 4x bar); ~0.1 s a pair, the 40 more cost ~4 s of the step
 DISK_PROBE_PAIRS = 6
 # pairs before and again after an emulated device's configuration, in each process of the step: 16 (64 in a
-# 2-process step), up from 4 (issue 29: 16 pairs in all read 3.51x [3.13, 3.90], 3.19x [2.98, 4.05] and 3.60x
+# 2-process step), up from 4 (16 pairs in all read 3.51x [3.13, 3.90], 3.19x [2.98, 4.05] and 3.60x
 # [3.30, 4.19] on three quiet tiny runs, intervals as wide as their distance to the 4x bar). A pair takes
 # ~0.08-0.09 s on the tiny 100 us device: the 48 more pairs cost ~4-4.5 s of the step. 24 (96 in a 2-process
 # step) since: 64 pairs read 3.97x [3.74, 4.09], 3.93x [3.77, 4.16] and 3.77x [3.56, 3.95] on three quiet
@@ -272,7 +272,7 @@ def spawn_worker(ctx: Context, label, budget, kinds, mech, blkio_iops: int | Non
 
 
 def decided(rows: pd.DataFrame, params: Params) -> bool:
-    """Stage 1 of the two-stage design (:mod:`bench.core.sequential`), where the profile asks for one
+    """Stage 1 of the two-stage design (:mod:`bench.core.measuring.sequential`), where the profile asks for one
     (``e2e_second_stage``): are the rows judged over fresh worker processes (the prefetch target on each
     device, the memory saved; :func:`bench.espn.claims.worker_rows`) already decided by their intervals at
     the design's level (the rows carry ``stage``)? When not, a second stage of as many fresh processes runs."""
@@ -289,7 +289,7 @@ def decided(rows: pd.DataFrame, params: Params) -> bool:
     df.attrs["provenance"] = {"build": {
         "ann_index_bytes": float(capped.ann_index_bytes.max()),
         "table_bytes": float((capped.budget_embedding_bytes / capped.budget_frac).median())}}
-    from ...core.claims import INCONCLUSIVE
+    from ...core.judging.claims import INCONCLUSIVE
 
     return not any(c.verdict == INCONCLUSIVE for c in claims.worker_rows(E2E(df)))
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...core import records
-from ...core.step import Context, Result
-from ...core.study import step
+from ...core.measuring import records
+from ...core.measuring.step import Context, Result
+from ...core.declaring.study import step
 from ..params import Params
 from ..system import backends, candidates, layout
 from . import inputs

@@ -10,8 +10,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ...core import devices, measure
-from ...core.errors import ConfigError
+from ...core.machine import devices
+
+from ...core.measuring import measure
+from ...core.base.errors import ConfigError
 from ..params import Params
 from ..system import aio, candidates, layout
 from ..system.candidates import PrefetchConfigError
@@ -19,7 +21,7 @@ from ..system.candidates import PrefetchConfigError
 
 def set_maxsim_threads(p: Params) -> None:
     """Torch intra-op threads for MaxSim from ``maxsim_threads``, after the step's thread count was set
-    (:func:`bench.core.measure.set_threads`): on 2 cores the prefetch thread, the I/O threads and the
+    (:func:`bench.core.measuring.measure.set_threads`): on 2 cores the prefetch thread, the I/O threads and the
     main thread already share them."""
     import torch
 

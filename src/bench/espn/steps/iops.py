@@ -9,9 +9,9 @@ import subprocess
 import numpy as np
 import pandas as pd
 
-from ...core import records
-from ...core.step import Context, Result
-from ...core.study import step
+from ...core.measuring import records
+from ...core.measuring.step import Context, Result
+from ...core.declaring.study import step
 from ..params import Params
 from ..system import aio, backends, slow_ssd
 from . import inputs

@@ -11,9 +11,9 @@ import os
 import numpy as np
 import pandas as pd
 
-from ...core.errors import ConfigError
-from ...core.step import Context, Result
-from ...core.study import step
+from ...core.base.errors import ConfigError
+from ...core.measuring.step import Context, Result
+from ...core.declaring.study import step
 from .. import paper_values as PV
 from ..system import layout
 from . import inputs

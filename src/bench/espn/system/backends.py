@@ -25,7 +25,7 @@ from typing import Callable
 
 import numpy as np
 
-from ...core.errors import BenchError
+from ...core.base.errors import BenchError
 from . import layout
 
 
@@ -407,7 +407,7 @@ def gds_available() -> bool:
         import kvikio  # noqa: F401
     except ImportError:
         return False
-    from ...core import devices
+    from ...core.machine import devices
 
     return devices.cuda_available()
 

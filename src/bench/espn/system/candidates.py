@@ -12,7 +12,7 @@ import faiss
 import numpy as np
 
 from ...ann import ivf
-from ...core.errors import ConfigError
+from ...core.base.errors import ConfigError
 
 METRIC = "ip"              # the CLS score is an inner product
 MIN_POINTS_PER_LIST = 39   # faiss wants >= 39 training points per list

@@ -26,8 +26,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ...core.atomic import write_text
-from ...core.errors import BenchError, DataFormatError
+from ...core.base.atomic import write_text
+from ...core.base.errors import BenchError, DataFormatError
 from .layout import BOW_DIM, CLS_DIM
 
 
@@ -150,7 +150,7 @@ class MiniLMEncoder:
 
         path = str(get_model_path())
         self.tok = AutoTokenizer.from_pretrained(path)
-        from ...core import devices
+        from ...core.machine import devices
 
         self.device = "cuda" if devices.cuda_available() else "cpu"
         self.model = AutoModel.from_pretrained(path).eval().to(self.device)
@@ -206,7 +206,7 @@ class MiniLMEncoder:
     encode_queries = encode_docs
 
     def save(self, path):
-        from ...core.atomic import atomic_path
+        from ...core.base.atomic import atomic_path
 
         with atomic_path(path) as tmp:
             with open(tmp, "wb") as fh:

@@ -16,8 +16,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from ...core.atomic import atomic_path
-from ...core.errors import DataFormatError
+from ...core.base.atomic import atomic_path
+from ...core.base.errors import DataFormatError
 
 
 class LayoutError(DataFormatError):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ...core import devices
+from ...core.machine import devices
 
 
 def resolve_device(device: str) -> str:

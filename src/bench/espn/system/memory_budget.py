@@ -4,7 +4,7 @@ able to stay in memory. (The emulated slower SSD, a read throttle, is :mod:`.slo
 Mechanisms, best first (each record names the one that enforced its budget):
 
 - ``cgroup-v1`` / ``cgroup-v2``: as root with a cgroup memory controller (either hierarchy, see
-  :mod:`bench.core.cgroups`), the measuring process moves itself into a child cgroup whose
+  :mod:`bench.core.machine.cgroups`), the measuring process moves itself into a child cgroup whose
   ``memory.limit_in_bytes`` (v1) or ``memory.max`` (v2) covers the page cache too (unlike the paper's
   setup, which needed an mlock'd balloon beside the cgroup). The cap is the ANN index plus the
   embedding pages plus a headroom for the back end's own per-query buffers (:func:`cap_bytes`,
@@ -23,8 +23,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ...core import cgroups
-from ...core.errors import ConfigError
+from ...core.machine import cgroups
+from ...core.base.errors import ConfigError
 from .backends import BackendUnavailable
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...core import devices
+from ...core.machine import devices
 from . import candidates
 from .backends import EmbeddingStore
 from .maxsim import combine, maxsim, partial_rerank

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ...core import cgroups
+from ...core.machine import cgroups
 from .backends import BackendUnavailable
 from .memory_budget import BudgetError
 

@@ -1,4 +1,4 @@
 """The recall chain's figures (found in this package's modules by the registry)."""
-from ...core.figures import Registry
+from ...core.presenting.figures import Registry
 
 FIGURES = Registry(__name__)

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ...core import plotting
-from ...core.figures import figure
+from ...core.presenting import plotting
+from ...core.presenting.figures import figure
 from .. import analysis
 
 CAPTION = """IVF-PQ k-recall@k (k = {ks}) and queries/s against nprobe, per dataset ({datasets}), profile

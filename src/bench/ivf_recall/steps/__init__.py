@@ -1,2 +1,2 @@
 """The steps of the recall chain: ``index`` (build) and ``recall`` (measure); found by
-:class:`bench.core.study.Steps`."""
+:class:`bench.core.declaring.study.Steps`."""

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from ...ann import ivf
-from ...core.step import Context
-from ...core.study import step
+from ...core.measuring.step import Context
+from ...core.declaring.study import step
 from ...data import prepared
 from ..params import for_dataset
 

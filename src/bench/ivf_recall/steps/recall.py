@@ -12,10 +12,10 @@ import pandas as pd
 
 from ...ann import ivf
 from ...ann.metrics import recall_at_k
-from ...core import measure, records
-from ...core.errors import ConfigError
-from ...core.step import Context, Result
-from ...core.study import step
+from ...core.measuring import measure, records
+from ...core.base.errors import ConfigError
+from ...core.measuring.step import Context, Result
+from ...core.declaring.study import step
 from ...data import prepared
 from ..params import Params, for_dataset
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...core import plotting
-from ...core.atomic import write_text
+from ...core.presenting import plotting
+from ...core.base.atomic import write_text
 from .. import analysis as A
 
 N_BOOT = 400  # bootstrap resamples of the drawn intervals (the claims use the core default)

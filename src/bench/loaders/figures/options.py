@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ...core import claims as core_claims
-from ...core import plotting
-from ...core.figures import figure
+from ...core.judging import claims as core_claims
+from ...core.presenting import plotting
+from ...core.presenting.figures import figure
 from .. import analysis as A
 from .. import paper_values as P
 from . import _draw as D

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...core.errors import ConfigError
-from ...core.step import Context
-from ...core.study import step
+from ...core.base.errors import ConfigError
+from ...core.measuring.step import Context
+from ...core.declaring.study import step
 from ..params import Params
 from ..system import collection
 

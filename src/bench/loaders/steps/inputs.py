@@ -10,8 +10,8 @@ from __future__ import annotations
 import multiprocessing
 from pathlib import Path
 
-from ...core import devices
-from ...core.step import Context
+from ...core.machine import devices
+from ...core.measuring.step import Context
 from ..params import Params
 from ..system import collection
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...core.step import Context, Result
-from ...core.study import step
+from ...core.measuring.step import Context, Result
+from ...core.declaring.study import step
 from ..params import Params, step_keys
 from ..system import collection
 from ..system.stores import check_loader, make_store

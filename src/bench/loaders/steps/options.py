@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...core import devices
-from ...core.params import as_dict
-from ...core.step import Context, Result
-from ...core.study import step
+from ...core.machine import devices
+from ...core.declaring.params import as_dict
+from ...core.measuring.step import Context, Result
+from ...core.declaring.study import step
 from ..params import Options, Params, step_keys
 from . import inputs
 

@@ -2,8 +2,8 @@
 Every loader x {DP, DDP} x replicas, samples/s from per-step wall clocks (data wait / copy / compute),
 memory of the whole process tree.
 
-Enough repeats to decide (issue 29): the DDP-over-DP claim (Table 1, 2 GPUs, every loader) runs under the
-project's fixed two-stage design (:mod:`bench.core.sequential`). Stage 1 is the whole grid ``rounds`` times;
+Enough repeats to decide: the DDP-over-DP claim (Table 1, 2 GPUs, every loader) runs under the
+project's fixed two-stage design (:mod:`bench.core.measuring.sequential`). Stage 1 is the whole grid ``rounds`` times;
 for each loader whose stage-1 DDP/DP interval (drawn at the design's level, rounds resampled first)
 straddles 1, stage 2 runs that loader's DP and DDP runs at 2 replicas ``rounds`` more times (a size fixed
 in advance). Only those runs are repeated, so the extra time stays a few runs (about a second each on tiny)."""
@@ -12,9 +12,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...core import devices, sequential
-from ...core.step import Context, Result
-from ...core.study import step
+from ...core.machine import devices
+
+from ...core.judging import claims
+from ...core.measuring import sequential
+from ...core.measuring.step import Context, Result
+from ...core.declaring.study import step
 from .. import analysis as A
 from ..params import Params, step_keys
 from . import inputs
@@ -59,7 +62,7 @@ def undecided(rows: pd.DataFrame, p: Params) -> list[str]:
         few = min(len(np.unique(A.rounds(st, loader=loader, parallel=par, replicas=r))) for par in ("dp", "ddp"))
         if few == 0:
             continue   # not in this grid (nothing measured)
-        if few < A.MIN_ROUNDS or not (lo == lo and hi == hi) or not sequential.clears(1.0)(lo, hi):
+        if few < A.MIN_ROUNDS or not (lo == lo and hi == hi) or not claims.clears(1.0)(lo, hi):
             out.append(loader)
     return out
 

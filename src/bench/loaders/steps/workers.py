@@ -8,9 +8,9 @@ import functools
 import numpy as np
 import pandas as pd
 
-from ...core.errors import ConfigError
-from ...core.step import Context, Result
-from ...core.study import step
+from ...core.base.errors import ConfigError
+from ...core.measuring.step import Context, Result
+from ...core.declaring.study import step
 from ..params import Params, step_keys
 from ..system.stores import check_loader
 from . import inputs

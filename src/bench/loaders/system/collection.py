@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...core.atomic import atomic_path, write_text
+from ...core.base.atomic import atomic_path, write_text
 from ...data import text as textio
 from .errors import ConfigError, DataFormatError
 

@@ -1,7 +1,7 @@
 """Errors of the loaders study (Moving Stuff Around): each names what is wrong, before work starts."""
 from __future__ import annotations
 
-from ...core.errors import BenchError, ConfigError, DataFormatError
+from ...core.base.errors import BenchError, ConfigError, DataFormatError
 
 __all__ = ["ConfigError", "DataFormatError", "StoreError", "RankFailed", "RankTimeout", "OutOfMemory",
            "RendezvousError"]

@@ -7,10 +7,10 @@ measured the way the authors meant:
 - the paper's method beside it: the main process's RSS (times the replica count for DDP);
 - a second reading of PSS over the same tree from another file, ``/proc/<pid>/smaps`` (every mapping's
   ``Pss:`` summed here), to check psutil's PSS and our summation over the tree. psutil reads
-  ``smaps_rollup`` itself, so that file would be the same source read twice (issue 29); both files are the
+  ``smaps_rollup`` itself, so that file would be the same source read twice; both files are the
   kernel's one PSS accounting, so the check is of the harness's reading, not of the kernel;
 - a memory cap (as root: cgroup v1 ``memory.limit_in_bytes`` or cgroup v2 ``memory.max``, see
-  :mod:`bench.core.cgroups`) so that a run that needs more memory than the cap is OOM-killed alone (the
+  :mod:`bench.core.machine.cgroups`) so that a run that needs more memory than the cap is OOM-killed alone (the
   paper's OOM cells) and never takes the machine down.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import psutil
 
-from ...core import cgroups
+from ...core.machine import cgroups
 from .errors import ConfigError
 
 
@@ -149,7 +149,7 @@ def cap_available() -> tuple[bool, str]:
 
 
 class MemoryCap(cgroups.MemoryCap):
-    """A child memory cgroup (bench.core.cgroups; v1 or v2) capped at ``limit_bytes``, page cache
+    """A child memory cgroup (bench.core.machine.cgroups; v1 or v2) capped at ``limit_bytes``, page cache
     included: the paper's OOM cells. Unlike the core class, the launching process stays outside: the run
     processes join it themselves (write their pid to its ``cgroup.procs``, first thing in a rank), so an
     OOM kill hits a rank, never the launcher. On v2, entering enables the memory controller in the

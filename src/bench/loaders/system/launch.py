@@ -29,7 +29,7 @@ from multiprocessing.connection import wait
 
 import psutil
 
-from ...core.errors import BenchError
+from ...core.base.errors import BenchError
 from . import footprint, train
 from .bert_cat import load_tokenizer
 from .errors import OutOfMemory, RankFailed, RankTimeout

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...core.atomic import write_text
+from ...core.base.atomic import write_text
 from . import footprint, train
 from .errors import ConfigError
 

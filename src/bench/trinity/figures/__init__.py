@@ -4,7 +4,7 @@ evaluation of the paper's mechanisms: recall against queries/s (:mod:`.recall`),
 utilisation against load, static against continuous batching (:mod:`.load`), the scheduler's policies and
 its open parameters (:mod:`.scheduler`). The paper has no evaluation, so no paper value is drawn; its
 Figures 1 and 2 are qualitative."""
-from ...core.figures import Registry
+from ...core.presenting.figures import Registry
 
 # What each figure shows, for the report (the caption the figure writes adds the run's details).
 DESCRIPTIONS = {

@@ -3,7 +3,7 @@ and one marker per scheduling or batching policy, keyed by the policy's name (ne
 figure), so a policy looks the same in every panel and in every figure that draws it."""
 from __future__ import annotations
 
-from ...core import plotting
+from ...core.presenting import plotting
 
 NO_PAPER = "The paper reports no measured values (no evaluation section), so none is drawn."
 

@@ -10,7 +10,8 @@ import time
 import numpy as np
 
 from ...ann.metrics import recall_at_k
-from ...core import devices, measure
+from ...core.machine import devices
+from ...core.measuring import measure
 
 SYSTEM = "cuvs-cagra"
 

@@ -7,9 +7,9 @@ import time
 import numpy as np
 
 from ...ann import graph
-from ...core.params import as_dict
-from ...core.step import Context
-from ...core.study import step
+from ...core.declaring.params import as_dict
+from ...core.measuring.step import Context
+from ...core.declaring.study import step
 from ...data import prepared
 from ..params import Params
 

@@ -10,9 +10,10 @@ import numpy as np
 import pandas as pd
 
 from ...ann import graph as graph_mod
-from ...core import devices, records
-from ...core.errors import ConfigError
-from ...core.params import as_dict
+from ...core.machine import devices
+from ...core.measuring import records
+from ...core.base.errors import ConfigError
+from ...core.declaring.params import as_dict
 from ...data import prepared
 from ..params import Params
 from ..system import event_loop

@@ -11,9 +11,9 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from ...core import measure
-from ...core.step import Context, Result
-from ...core.study import step
+from ...core.measuring import measure
+from ...core.measuring.step import Context, Result
+from ...core.declaring.study import step
 from ..params import Params
 from ..system import batching, event_loop
 from ..system.workload import RequestClass, Source, schedule

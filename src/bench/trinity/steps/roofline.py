@@ -6,7 +6,7 @@ stage with u(X) = min(u_max, (X/X_sat)^alpha) (:mod:`..system.roofline`). On a C
 the language model and the peak GEMM all run on the GPU, so the fit gives X_sat and alpha for the GPU, as
 the paper's Figure 1 does.
 
-The batch sweep goes on until each stage's gain flattens (issue 29): past the listed batches the largest
+The batch sweep goes on until each stage's gain flattens: past the listed batches the largest
 is doubled until the gain has flattened, up to ``max_doublings`` and ``sweep_budget_s``; rows record whether
 the stage flattened and why the sweep stopped, so a knee is only claimed where the data show it. Flattened
 means two things: neither of the last two batches raised the median utilisation by more than ``flat_gain``
@@ -16,10 +16,10 @@ below ``flat_gain`` on this process's runs, with a margin (``SWEEP_MARGIN``) for
 that stopped on the point estimate alone left the claims' interval straddling the bar in two of three quiet
 runs. Each timed search extend is on a fresh admission of queries (:func:`_search_at`).
 
-Run-to-run noise (issue 29): the step runs in fresh processes (the profile's ``processes``), each sweeping
+Run-to-run noise: the step runs in fresh processes (the profile's ``processes``), each sweeping
 every stage with its share of the timed runs and its own peak (the first process's sweep sets the batches
 the others measure, so every process has the same batches); the claims' knee intervals resample the
-processes first, then the timed runs, and refit. (The two-stage design of :mod:`bench.core.sequential`
+processes first, then the timed runs, and refit. (The two-stage design of :mod:`bench.core.measuring.sequential`
 is not used here: it tags rows with a ``stage`` column of 1/2, which these records already hold as the
 pipeline stage, search/prefill/decode.)"""
 from __future__ import annotations
@@ -31,11 +31,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...core import atomic, measure
-from ...core.errors import ConfigError
-from ...core.params import as_dict
-from ...core.step import Context, Result
-from ...core.study import step
+from ...core.base import atomic
+
+from ...core.measuring import measure
+from ...core.base.errors import ConfigError
+from ...core.declaring.params import as_dict
+from ...core.measuring.step import Context, Result
+from ...core.declaring.study import step
 from ...serving.lm import Generator, LMSpec, build_model, layer_weights
 from .. import analysis
 from ..params import Params

@@ -10,8 +10,8 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from ...core.step import Context, Result
-from ...core.study import step
+from ...core.measuring.step import Context, Result
+from ...core.declaring.study import step
 from ..params import Params, Scheduler
 from ..system import event_loop, scheduler
 from ..system.workload import Source, add_decode_streams, schedule

@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 
 from ...ann.metrics import recall_at_k
-from ...core import measure
-from ...core.params import as_dict
-from ...core.step import Context, Result
-from ...core.study import step
+from ...core.measuring import measure
+from ...core.declaring.params import as_dict
+from ...core.measuring.step import Context, Result
+from ...core.declaring.study import step
 from ..params import Params
 from ..system import batching, event_loop
 from ..system.workload import Request, Source

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import collections
 
-from ...core.errors import ConfigError
+from ...core.base.errors import ConfigError
 from .workload import Request
 
 

@@ -34,7 +34,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ...core.errors import ConfigError
+from ...core.base.errors import ConfigError
 from .capture import Captured
 from .visited import BitmapVisited, HashVisited, default_size, hash_bytes_per_slot
 

@@ -20,7 +20,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ...core import devices
+from ...core.machine import devices
 from .workload import Request, Source
 
 

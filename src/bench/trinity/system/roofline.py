@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import least_squares
 
-from ...core.errors import ConfigError
+from ...core.base.errors import ConfigError
 
 
 def u_model(x, u_max: float, x_sat: float, alpha: float):

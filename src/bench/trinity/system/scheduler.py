@@ -29,7 +29,7 @@ from typing import Mapping
 
 import numpy as np
 
-from ...core.errors import ConfigError
+from ...core.base.errors import ConfigError
 from .workload import Request
 
 

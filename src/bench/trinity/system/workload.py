@@ -19,7 +19,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ...serving import loadgen
-from ...core.errors import ConfigError
+from ...core.base.errors import ConfigError
 
 
 @dataclasses.dataclass

@@ -6,6 +6,6 @@ the paper the open-loop load, CPU utilisation and deployment cost, and the servi
 measured, labelled by its name; or the emulated accelerator, every series of it labelled so and the
 captions saying EMULATED (:mod:`.labels`). The paper's values are drawn in the paper style beside ours,
 in their own panel when the scale differs."""
-from ...core.figures import Registry
+from ...core.presenting.figures import Registry
 
 FIGURES = Registry(__name__)

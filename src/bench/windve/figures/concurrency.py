@@ -8,8 +8,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...core import claims, plotting
-from ...core.figures import figure
+from ...core.judging import claims
+
+from ...core.presenting import plotting
+from ...core.presenting.figures import figure
 from .. import analysis
 from .. import paper_values as PV
 from matplotlib.ticker import MaxNLocator

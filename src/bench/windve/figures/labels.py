@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...core import plotting
+from ...core.presenting import plotting
 from .. import analysis
 from .. import paper_values as PV
 

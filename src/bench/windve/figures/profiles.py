@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...core import plotting
-from ...core.figures import figure
+from ...core.presenting import plotting
+from ...core.presenting.figures import figure
 from .. import analysis
 from .. import paper_values as PV
 from .labels import H, acc_label, pair_words, slos_text, source_words

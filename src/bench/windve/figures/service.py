@@ -10,8 +10,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ...core import plotting
-from ...core.figures import figure
+from ...core.presenting import plotting
+from ...core.presenting.figures import figure
 from .. import analysis
 from .. import paper_values as PV
 from .labels import H, admission, config_label, pair_words, source_words, whiskers

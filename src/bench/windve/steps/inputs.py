@@ -14,8 +14,8 @@ import time
 
 import pandas as pd
 
-from bench.core import devices
-from bench.core.errors import BenchError, ConfigError
+from bench.core.machine import devices
+from bench.core.base.errors import BenchError, ConfigError
 
 from .. import load
 from ..paper_values import MEASURED_PAIR

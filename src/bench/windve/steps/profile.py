@@ -15,8 +15,8 @@ import asyncio
 import numpy as np
 import pandas as pd
 
-from bench.core.step import Context, Result
-from bench.core.study import step
+from bench.core.measuring.step import Context, Result
+from bench.core.declaring.study import step
 
 from .. import load
 from ..params import Levels, Params

@@ -29,9 +29,9 @@ import numpy as np
 import pandas as pd
 import psutil
 
-from bench.core import records
-from bench.core.step import Context, Result
-from bench.core.study import step
+from bench.core.measuring import records
+from bench.core.measuring.step import Context, Result
+from bench.core.declaring.study import step
 from bench.serving import loadgen
 
 from .. import load

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 
-from bench.core import devices
+from bench.core.machine import devices
 
 
 @dataclasses.dataclass(frozen=True)

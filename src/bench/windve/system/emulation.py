@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from bench.core.errors import ConfigError
+from bench.core.base.errors import ConfigError
 
 
 @dataclasses.dataclass(frozen=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.core.errors import ConfigError
+from bench.core.base.errors import ConfigError
 
 
 def default_model_path() -> str:

@@ -5,7 +5,7 @@
   equation 11: when one query alone misses the SLO the device cannot help (an error, never depth 0);
 - :func:`stress_test`: concurrency raised in steps of 8 until the SLO fails, as the paper does;
 - :func:`stress_again`: a repeat of a stress test's bracket, measured afresh from an earlier search's depth
-  (Table III's interval, issue 29);
+  (Table III's interval);
 - :func:`fine_tune`: depths adjusted with both devices running;
 each counting the profiling runs (concurrency levels measured) it needed.
 """
@@ -17,7 +17,7 @@ from typing import Awaitable, Callable
 
 import numpy as np
 
-from bench.core.errors import ConfigError
+from bench.core.base.errors import ConfigError
 
 
 class DeviceCannotMeetSlo(ConfigError):
@@ -73,7 +73,7 @@ class Search:
     points: list[tuple[int, float, bool]]   # (concurrency, latency statistic, met SLO)
     depths: dict[str, int] | None = None    # per device (fine-tuning only)
     converged: bool = True                   # False: no configuration met the SLO within the runs
-    bracketed: bool = False                  # every device's next step up was tried and failed (issue 29)
+    bracketed: bool = False                  # every device's next step up was tried and failed (a bracketed search)
 
 
 async def stress_test(measure: Callable[[int], Awaitable[float]], slo_s: float, step: int = 8,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from bench.core.errors import ConfigError
+from bench.core.base.errors import ConfigError
 
 from .admission import Prediction
 

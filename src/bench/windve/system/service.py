@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from bench.core.errors import ConfigError
+from bench.core.base.errors import ConfigError
 
 from . import admission, detector, emulation, estimator, warmup
 from .encoder import Encoder
@@ -282,7 +282,7 @@ class EmbeddingService:
 
     def device_names(self) -> dict[str, str]:
         """What each instance runs on: the CPU's model, the GPU's name, or the emulated pair."""
-        from bench.core import devices
+        from bench.core.machine import devices
 
         out = {}
         for d in self.instances:

@@ -8,7 +8,7 @@ import dataclasses
 import errno
 import socket
 
-from bench.core.errors import ConfigError
+from bench.core.base.errors import ConfigError
 
 from . import emulation
 

@@ -11,7 +11,7 @@ import re
 
 import numpy as np
 
-from bench.core.errors import ConfigError
+from bench.core.base.errors import ConfigError
 
 _WORD = re.compile(r"^[a-z]{3,12}$")
 

@@ -1,2 +1,0 @@
-"""Argument helpers of the studies' commands (kept for internal verbs; see :mod:`bench.core.studycli`)."""
-from .studycli import add_run_args, json_arg, pairs  # noqa: F401
