@@ -342,3 +342,39 @@ def test_every_study_declares_its_place_and_title():
     for s in declared:
         assert s.title and s.short, f"{s.name}: no title or short name in its STUDY declaration"
     assert len({s.order for s in declared}) == len(declared), "two studies share an order"
+
+
+def _paper_inputs(study: str):
+    """Every ``PAPER_INPUTS`` the study's modules declare (its emulations and models)."""
+    from bench.core.judging import fidelity
+
+    mods = [importlib.import_module(m) for m in sorted(_study_modules(study))
+            if "PAPER_INPUTS" in _study_modules(study)[m].read_text()]
+    return fidelity.inputs_of(mods)
+
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_what_the_paper_fixed_never_judges_a_row(study):
+    """The sensitivity test (bench.core.judging.fidelity): a study whose emulations or models take numbers
+    from the paper provides synthetic records built by them (``STUDY.synthetic``); its claims are rebuilt with
+    each such number scaled x0.8 and x1.25, and no row whose value moves with one may be judged without
+    naming it (``fixed_by=``). The rows built from the synthetic records are fit for the ledger
+    (:func:`bench.core.judging.claims.check`: definitions, hardware, targets' premises)."""
+    from bench.core.declaring.study import by_name
+    from bench.core.judging import claims, fidelity
+
+    inputs = _paper_inputs(study)
+    decl = by_name()[study]
+    if not inputs and decl.synthetic is None:
+        return
+    assert decl.synthetic, f"{study} declares paper inputs {[i.name for i in inputs]} but no synthetic records"
+    synth = importlib.import_module(decl.synthetic)
+    params = decl.parameters({})
+    module = importlib.import_module(decl.claims)
+
+    def build():
+        return module.build(synth.records(params), params, "tiny")
+
+    rows = build()
+    assert claims.check(rows, decl.reproduces_paper) == []
+    assert fidelity.circular_rows(rows, fidelity.sensitivity(build, inputs)) == []

@@ -4,8 +4,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.core.judging import claims
+from bench.core.judging import claims, fidelity, intervals
 from bench.core.presenting import ledger_page
+
+
+C3 = {"clusters": 3}   # three fresh processes: the interval is evidence, so each test pins its own rule
+DECL = {"definition": fidelity.Definition("faster", "section 1", "faster"), "needs": ()}
 
 
 def test_judge_uses_the_whole_interval():
@@ -20,29 +24,30 @@ def test_judge_uses_the_whole_interval():
 def test_noisy_ratio_near_one_is_inconclusive():
     rng = np.random.default_rng(0)
     a, b = rng.normal(50, 15, 50), rng.normal(50, 15, 50)   # the same distribution: no speed-up
-    est, lo, hi = claims.ratio_ci(a, b)
+    est, lo, hi = intervals.ratio_ci(a, b)
     assert lo < 1.0 < hi
-    row = claims.claim("s", "c", "no slower", "1x", ours=est, ci=(lo, hi), threshold=1.0, direction="<=")
+    row = claims.claim("s", "c", "no slower", "1x", ours=est, ci=(lo, hi), threshold=1.0, direction="<=", **C3)
     assert row.verdict == claims.INCONCLUSIVE
 
 
 def test_sources_and_busy_machine():
-    m = claims.claim("s", "fpga", "x", "2x", ours=3.0, ci=(2.9, 3.1), threshold=2.0, source="modelled")
+    m = claims.claim("s", "fpga", "x", "2x", ours=3.0, ci=(2.9, 3.1), threshold=2.0, source="modelled", **C3)
     assert m.verdict == claims.NEEDS_HARDWARE
-    b = claims.claim("s", "b", "x", "2x", ours=3.0, ci=(2.9, 3.1), threshold=2.0, machine_busy=True)
+    b = claims.claim("s", "b", "x", "2x", ours=3.0, ci=(2.9, 3.1), threshold=2.0, machine_busy=True, **C3)
     assert b.verdict == claims.INCONCLUSIVE and "busy" in b.reason
     with pytest.raises(ValueError, match="needs a threshold"):
         claims.claim("s", "c", "x", "1", ours=1.0)
 
 
 def test_bootstrap_ci_brackets_the_median():
-    est, lo, hi = claims.bootstrap_ci(np.arange(101.0))
+    est, lo, hi = intervals.bootstrap_ci(np.arange(101.0))
     assert lo <= est == 50.0 <= hi
 
 
 def test_write_and_ledger(tmp_path):
-    rows = [claims.claim("s", "a", "faster", "3x", ours=3.5, ci=(3.2, 3.8), threshold=3.0, unit="x"),
-            claims.claim("s", "b", "on FPGA", "5x", ours=None, source="not_run", reason="no FPGA")]
+    rows = [claims.claim("s", "a", "faster", "3x", ours=3.5, ci=(3.2, 3.8), threshold=3.0, unit="x", **C3,
+                         **DECL),
+            claims.claim("s", "b", "on FPGA", "5x", ours=None, source="not_run", reason="no FPGA", **DECL)]
     p = claims.write(rows, tmp_path / "s" / "claims.parquet", {"profile": "t"})
     assert "**reproduced**" in (tmp_path / "s" / "claims.md").read_text()
     ledger_page.write([p], tmp_path / "claims.md", tmp_path / "claims.png", "t")
@@ -55,9 +60,9 @@ def test_write_and_ledger(tmp_path):
 
 def _study(tmp_path, verdict_value):
     rows = [claims.claim("s", "speedup", "faster", "3x", ours=verdict_value, ci=(verdict_value - 0.1, verdict_value + 0.1),
-                         threshold=3.0, unit="x", scale="x" * 120),
+                         threshold=3.0, unit="x", scale="x" * 120, **C3, **DECL),
             claims.claim("s", "target-fast", "target: fast", ">= 3x", ours=3.5, ci=(3.4, 3.6), threshold=3.0,
-                         unit="x", scale="x" * 120, reason="np.float64(0.5) of it")]
+                         unit="x", scale="x" * 120, reason="np.float64(0.5) of it", **C3)]
     return claims.write(rows, tmp_path / "s" / "claims.parquet", {"profile": "t"})
 
 
@@ -82,7 +87,7 @@ def test_ledger_puts_paper_claims_first_counts_targets_apart_and_marks_unstable_
 
 
 def test_an_interval_without_its_estimate_is_discarded():
-    row = claims.claim("s", "c", "x", "1", ours=0.2, ci=(-1.0, -1.0), threshold=0.1)
+    row = claims.claim("s", "c", "x", "1", ours=0.2, ci=(-1.0, -1.0), threshold=0.1, **C3)
     assert row.verdict == claims.INCONCLUSIVE and row.ci_low is None and "discarded" in row.reason
 
 
@@ -93,15 +98,15 @@ def test_no_numpy_repr_reaches_a_ledger_cell():
     assert "np." not in c.reason and "('v100', 0.5, 3)" in c.reason
 
 
-# Issue 29: the semantics a referee cannot overturn, pinned on synthetic records.
+# The semantics a referee cannot overturn, pinned on synthetic records.
 
 def test_equivalence_band_is_two_sided():
     """'within about 2%': +37% [+6%, +55%] is not 'within', however a one-sided test reads it."""
-    far = claims.claim("s", "eq", "within 2%", "-1.25%", ours=1.37, ci=(1.06, 1.55), band=(0.98, 1.02))
+    far = claims.claim("s", "eq", "within 2%", "-1.25%", ours=1.37, ci=(1.06, 1.55), band=(0.98, 1.02), **C3)
     assert far.verdict == claims.NOT_REPRODUCED and far.direction == claims.WITHIN and far.band_high == 1.02
-    inside = claims.claim("s", "eq", "within 2%", "-1.25%", ours=1.0, ci=(0.99, 1.01), band=(0.98, 1.02))
+    inside = claims.claim("s", "eq", "within 2%", "-1.25%", ours=1.0, ci=(0.99, 1.01), band=(0.98, 1.02), **C3)
     assert inside.verdict == claims.REPRODUCED and "two-sided" in inside.reason
-    edge = claims.claim("s", "eq", "within 2%", "-1.25%", ours=0.93, ci=(0.86, 1.2), band=(0.98, 1.02))
+    edge = claims.claim("s", "eq", "within 2%", "-1.25%", ours=0.93, ci=(0.86, 1.2), band=(0.98, 1.02), **C3)
     assert edge.verdict == claims.INCONCLUSIVE and "edge" in edge.reason
     assert claims.threshold_text({"threshold": 0.98, "band_high": 1.02, "direction": "within"}) == \
         "within [0.98, 1.02]"
@@ -110,39 +115,39 @@ def test_equivalence_band_is_two_sided():
 def test_a_claim_over_configurations_is_judged_over_all_and_names_the_worst():
     cfg = [claims.Config("ir_datasets", 1.10, (1.05, 1.15)), claims.Config("in-memory", 0.90, (0.85, 0.95)),
            claims.Config("indexed", 0.97, (0.90, 1.04))]
-    row = claims.claim("s", "ddp", "DDP faster than DP", "+2%", configs=cfg, threshold=1.0)
+    row = claims.claim("s", "ddp", "DDP faster than DP", "+2%", configs=cfg, threshold=1.0, **C3)
     assert row.verdict == claims.NOT_REPRODUCED and row.ours == 0.90
     assert "worst: in-memory" in row.reason and "all 3 configurations" in row.reason
     good = claims.claim("s", "ddp", "x", "+2%", configs=cfg[:1] + [claims.Config("b", 1.2, (1.01, 1.3))],
-                        threshold=1.0)
+                        threshold=1.0, **C3)
     assert good.verdict == claims.REPRODUCED and "worst: b" in good.reason
-    mixed = claims.claim("s", "ddp", "x", "+2%", configs=[cfg[0], cfg[2]], threshold=1.0)
+    mixed = claims.claim("s", "ddp", "x", "+2%", configs=[cfg[0], cfg[2]], threshold=1.0, **C3)
     assert mixed.verdict == claims.INCONCLUSIVE and "worst: indexed" in mixed.reason
 
 
 def test_a_failed_premise_is_out_of_reach_never_not_reproduced():
     p = claims.premise("the prefetch fits its budget", 0.018, 12, ">=", row="eq4-threshold",
-                       what="equation-4 threshold (queries)")
-    row = claims.claim("s", "speedup", "x", "3x", ours=1.1, ci=(1.0, 1.2), threshold=3.0, premises=[p])
+                       what="equation-4 threshold (queries)", exact="equation 4 of the measured sizes")
+    row = claims.claim("s", "speedup", "x", "3x", ours=1.1, ci=(1.0, 1.2), threshold=3.0, premises=[p], **C3)
     assert row.verdict == claims.OUT_OF_REACH
     assert "the prefetch fits its budget" in row.reason and "eq4-threshold" in row.reason and "fails" in row.premise
     hw = claims.claim("s", "gpus", "x", "3x", ours=1.1, ci=(1.0, 1.2), threshold=3.0,
-                      premises=[claims.Premise("4 GPUs", False, "2 CPU replicas", kind="hardware")])
+                      premises=[claims.Premise("4 GPUs", False, "2 CPU replicas", kind="hardware")], **C3)
     assert hw.verdict == claims.NEEDS_HARDWARE
     unknown = claims.claim("s", "u", "x", "3x", ours=3.5, ci=(3.2, 3.8), threshold=3.0,
-                           premises=[claims.premise("saturated", None, 1.0)])
+                           premises=[claims.premise("saturated", None, 1.0)], **C3)
     assert unknown.verdict == claims.INCONCLUSIVE
     held = claims.claim("s", "h", "x", "3x", ours=3.5, ci=(3.2, 3.8), threshold=3.0,
-                        premises=[claims.premise("saturated", 2.0, 1.0)])
+                        premises=[claims.premise("saturated", 2.0, 1.0, exact="a count")], **C3)
     assert held.verdict == claims.REPRODUCED and "holds" in held.reason
 
 
 def test_a_knee_outside_the_measured_range_is_not_a_verdict():
     out = claims.claim("s", "knee", "saturates", "b=64", ours=300.0, ci=(200.0, 500.0), threshold=64,
-                       observed=(1, 256))
+                       observed=(1, 256), **C3)
     assert out.verdict == claims.OUT_OF_REACH and "extrapolated" in out.reason
     inside = claims.claim("s", "knee", "saturates", "b=64", ours=80.0, ci=(70.0, 90.0), threshold=64,
-                          observed=(1, 256))
+                          observed=(1, 256), **C3)
     assert inside.verdict == claims.REPRODUCED
 
 
@@ -153,13 +158,13 @@ def test_a_circular_emulation_is_a_sanity_check_never_judged():
 
 
 def test_an_all_pass_proportion_gets_an_exact_interval_not_one_to_one():
-    est, lo, hi = claims.proportion_ci(200, 200)
+    est, lo, hi = intervals.proportion_ci(200, 200)
     assert est == 1.0 and hi == 1.0 and lo == pytest.approx(0.025 ** (1 / 200), rel=1e-9)
     assert lo == pytest.approx(0.982, abs=5e-4)   # the reference notes: 0.982 for n = 200
     row = claims.claim("s", "p", ">= 99% found", "99%", ours=est, ci=(lo, hi), threshold=0.99, interval="binomial")
     assert row.verdict == claims.INCONCLUSIVE and "Clopper-Pearson" in row.reason
-    assert claims.proportion_ci(400, 400)[1] > 0.99
-    e, l0, h0 = claims.proportion_ci(0, 10)
+    assert intervals.proportion_ci(400, 400)[1] > 0.99
+    e, l0, h0 = intervals.proportion_ci(0, 10)
     assert l0 == 0.0 and h0 == pytest.approx(1 - 0.025 ** (1 / 10))
 
 
@@ -176,7 +181,7 @@ def test_an_unbracketed_search_is_not_converged():
 
 
 def test_a_zero_width_interval_must_say_why_it_is_exact():
-    bare = claims.claim("s", "z", "x", "1", ours=0.212, ci=(0.212, 0.212), threshold=0.25)
+    bare = claims.claim("s", "z", "x", "1", ours=0.212, ci=(0.212, 0.212), threshold=0.25, **C3)
     assert bare.verdict == claims.INCONCLUSIVE and "zero width" in bare.reason
     exact = claims.claim("s", "z", "x", "1", ours=3.0, ci=(3.0, 3.0), threshold=2.0,
                          interval="exact: a count, deterministic given the seed")
@@ -202,17 +207,17 @@ def test_a_clustered_proportion_covers_the_noise_between_clusters():
     sims = 300
     for _ in range(sims):
         k, n = _clustered(rng, 3, 1300, 0.985, 0.01)
-        _, lo, hi = claims.cluster_proportion_ci(k, n)
+        _, lo, hi = intervals.cluster_proportion_ci(k, n)
         cover_kg += lo <= 0.985 <= hi
-        _, lo, hi = claims.proportion_ci(int(k.sum()), int(n.sum()))
+        _, lo, hi = intervals.proportion_ci(int(k.sum()), int(n.sum()))
         cover_cp += lo <= 0.985 <= hi
     assert cover_kg / sims >= 0.93 and cover_cp / sims < 0.7
 
 
 def test_a_clustered_proportion_keeps_the_exact_floor_and_needs_two_clusters():
-    est, lo, hi = claims.cluster_proportion_ci([1344] * 3, [1344] * 3)      # all pass, no spread: not [1, 1]
-    assert est == 1.0 and hi == 1.0 and 0.99 < lo < claims.proportion_ci(4032, 4032)[1]
-    assert claims.cluster_proportion_ci([1339, 1344, 1338], [1344] * 3)[1] < 0.99   # spread widens it
-    est, lo, hi = claims.cluster_proportion_ci([4000], [4032])                   # one cluster: no interval
+    est, lo, hi = intervals.cluster_proportion_ci([1344] * 3, [1344] * 3)      # all pass, no spread: not [1, 1]
+    assert est == 1.0 and hi == 1.0 and 0.99 < lo < intervals.proportion_ci(4032, 4032)[1]
+    assert intervals.cluster_proportion_ci([1339, 1344, 1338], [1344] * 3)[1] < 0.99   # spread widens it
+    est, lo, hi = intervals.cluster_proportion_ci([4000], [4032])                   # one cluster: no interval
     assert est == pytest.approx(4000 / 4032) and np.isnan(lo) and np.isnan(hi)
-    assert all(np.isnan(claims.cluster_proportion_ci([5], [3])))                # k > n: no estimate
+    assert all(np.isnan(intervals.cluster_proportion_ci([5], [3])))                # k > n: no estimate

@@ -9,6 +9,8 @@ import pandas as pd
 
 from bench.core.judging import claims
 
+from bench.core.judging import intervals
+
 from bench.core.measuring import records
 from bench.core.measuring.step import Context, Result, execute
 from bench.core.declaring.study import step
@@ -57,15 +59,15 @@ def test_interval_over_processes_covers_the_spread_between_them():
     rng = np.random.default_rng(0)
     per = [rng.normal(m, 0.05, 40) for m in (1.0, 1.3, 1.1)]
     a, g = np.concatenate(per), np.repeat([0, 1, 2], 40)
-    _, flat_lo, flat_hi = claims.bootstrap_ci(a)
-    _, lo, hi = claims.bootstrap_ci(a, groups=g)
+    _, flat_lo, flat_hi = intervals.bootstrap_ci(a)
+    _, lo, hi = intervals.bootstrap_ci(a, groups=g)
     assert hi - lo > 2 * (flat_hi - flat_lo)
     # one process: the same interval as without groups
-    assert claims.bootstrap_ci(a, groups=np.zeros(a.size)) == claims.bootstrap_ci(a)
-    est, rlo, rhi = claims.ratio_ci(a, a[::-1], groups=(g, g[::-1]))
-    assert rlo < est < rhi and rhi - rlo > (claims.ratio_ci(a, a[::-1])[2] - claims.ratio_ci(a, a[::-1])[1])
-    assert claims.processes_text(pd.DataFrame({"process": g})).startswith("3 fresh processes")
-    assert claims.processes_text(pd.DataFrame({"x": [1]})) == "one process"
+    assert intervals.bootstrap_ci(a, groups=np.zeros(a.size)) == intervals.bootstrap_ci(a)
+    est, rlo, rhi = intervals.ratio_ci(a, a[::-1], groups=(g, g[::-1]))
+    assert rlo < est < rhi and rhi - rlo > (intervals.ratio_ci(a, a[::-1])[2] - intervals.ratio_ci(a, a[::-1])[1])
+    assert intervals.processes_text(pd.DataFrame({"process": g})).startswith("3 fresh processes")
+    assert intervals.processes_text(pd.DataFrame({"x": [1]})) == "one process"
 
 
 def test_typed_params_with_dict_sections_pickle():

@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt
 import pytest
 
 from bench import cli
-from bench.core.judging import claims
+from bench.core.judging import claims, fidelity
 from bench.core.presenting import ledger_page
 from bench.core.presenting import report
 
@@ -26,19 +26,23 @@ INTERNAL = ("not_run", "serving_pairs", "profile ``tiny``", "(RAPL: None, NVML: 
             "C_CPU", "ralm.seq_len", "d_model", ".caption.rst", "table: ")
 
 
+DECL = {"definition": fidelity.Definition("end-to-end latency", "section 5.3", "per-query latency"), "needs": (),
+        "clusters": 3}
+
+
 def _rows():
     return [claims.claim("espn", "faster-than-mmap", "ESPN is 3.1-3.9x faster than mmap (Figure 10)", "3.1-3.9x",
                          ours=3.5, ci=(3.2, 3.8), threshold=3.0, unit="x over mmap",
-                         reason="median per-query latency; " + "a long reason that runs on and on " * 12),
+                         reason="median per-query latency; " + "a long reason that runs on and on " * 12, **DECL),
             claims.claim("espn", "memory-cut", "offloading cuts the memory 5-16x", "5-16x", ours=1024000.0,
                          ci=(1000000.0, 1050000.0), threshold=5.0, unit="x",
-                         reason="not_run elsewhere; serving_pairs and d_model named in a study's words"),
+                         reason="not_run elsewhere; serving_pairs and d_model named in a study's words", **DECL),
             claims.claim("espn", "fpga-resources", "FPGA resources (Table 6)", "30%", ours=None, threshold=None,
-                         source="not_run", verdict=claims.NEEDS_HARDWARE, reason="needs an FPGA"),
-            claims.claim("espn", "target-io", "target: reads", ">= 1", ours=0.5, ci=(0.4, 0.6), threshold=1.0),
+                         source="not_run", verdict=claims.NEEDS_HARDWARE, reason="needs an FPGA", **DECL),
+            claims.claim("espn", "target-io", "target: reads", ">= 1", ours=0.5, ci=(0.4, 0.6), threshold=1.0, clusters=3),
             # an id ESPN's Tables 4/5 figure declares (claims=...): linked by the declaration, nothing cited
             claims.claim("espn", "target-within-1.2x-cached", "target: within 1.2x of cached", "<= 1.2", ours=1.1,
-                         ci=(1.0, 1.2), threshold=1.2, direction="<=")]
+                         ci=(1.0, 1.2), threshold=1.2, direction="<=", clusters=3)]
 
 
 @pytest.fixture

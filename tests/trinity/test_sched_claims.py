@@ -9,6 +9,8 @@ import pytest
 
 from bench.core.judging import claims as core_claims
 
+from bench.core.judging import intervals
+
 from bench.core.measuring import records
 from bench.core.base.errors import ConfigError
 from bench.core.measuring.step import Context, execute
@@ -45,7 +47,7 @@ def test_deadline_share_is_judged_over_trace_processes_not_pooled_retrievals():
     # [0.978, 0.987] (not reproduced); the processes' spread leaves it undecided
     row = _deadline(_runs({"fifo": fifo, "trinity": [0.9769, 0.9978, 0.9732]}, processes=3))
     assert row.verdict == core_claims.INCONCLUSIVE and "Korn-Graubard over 3 fresh trace processes" in row.reason
-    assert row.ci_low < 0.978 and core_claims.proportion_ci(int(round(0.9826 * 4032)), 4032)[2] < 0.99
+    assert row.ci_low < 0.978 and intervals.proportion_ci(int(round(0.9826 * 4032)), 4032)[2] < 0.99
     every = _deadline(_runs({"fifo": fifo, "trinity": [1.0, 1.0, 1.0, 1.0, 1.0, 1.0]}, processes=6))
     assert every.verdict == core_claims.REPRODUCED and every.ci_low < 1.0      # all met: the exact floor
     far = _deadline(_runs({"fifo": fifo, "trinity": [0.80, 0.82, 0.79]}, processes=3))
@@ -127,6 +129,6 @@ def test_policy_ratios_pair_each_seed_with_itself():
     row = _rows(df)["claim-sched-ttft-without-starving"]
     assert row.ci_low == pytest.approx(0.95) and row.ci_high == pytest.approx(0.95)
     assert "ratios paired run by run" in row.reason
-    unpaired = core_claims.ratio_ci(np.array([0.95 * x for x in fifo]), np.array(fifo),
+    unpaired = intervals.ratio_ci(np.array([0.95 * x for x in fifo]), np.array(fifo),
                                     groups=(np.arange(6) % 2, np.arange(6) % 2))
     assert unpaired[1] < 0.9 < 1.0 < unpaired[2]

@@ -10,6 +10,8 @@ import pandas as pd
 
 from ..core.judging import claims
 
+from ..core.judging import intervals
+
 from ..core.measuring import sequential
 from . import analysis
 from .params import Params
@@ -33,14 +35,14 @@ def _speedups(lat: pd.DataFrame, fast: str, slow: str = "cpu") -> list[tuple]:
     for (ds, bs), g in lat.groupby(["dataset", "batch_size"]):
         a, b = g[g.config == slow].latency_ms, g[g.config == fast].latency_ms
         if len(a) and len(b):
-            out.append((ds, int(bs), *claims.ratio_ci(a, b)))
+            out.append((ds, int(bs), *intervals.ratio_ci(a, b)))
     return out
 
 
 def _over_cells(cells: list[tuple]) -> tuple[float, float, float, str]:
     """The median of per-cell ratios with a bootstrap interval over the cells, and the cells' spread."""
     ests = [c[2] for c in cells]
-    est, lo, hi = claims.bootstrap_ci(ests)
+    est, lo, hi = intervals.bootstrap_ci(ests)
     lo_c, hi_c = min(cells, key=lambda c: c[2]), max(cells, key=lambda c: c[2])
     return est, lo, hi, (f"ours = median over {len(cells)} cells (bootstrap over cells); range "
                          f"{lo_c[2]:.2f}x ({lo_c[0]} batch {lo_c[1]}) to {hi_c[2]:.2f}x ({hi_c[0]} batch {hi_c[1]}) "
@@ -91,7 +93,7 @@ def _energy_claim(energy: pd.DataFrame, search: pd.DataFrame, scale: str) -> cla
         f = f.iloc[0]
         a = lat[(lat.dataset == ds) & (lat.config == "cpu") & (lat.batch_size == bs)].latency_ms * c.paper_power_w.iloc[0]
         b = lat[(lat.dataset == ds) & (lat.config == f.config) & (lat.batch_size == bs)].latency_ms * f.paper_power_w
-        cells.append((ds, int(bs), *claims.ratio_ci(a, b), set(g.source)))
+        cells.append((ds, int(bs), *intervals.ratio_ci(a, b), set(g.source)))
     if not cells:
         return claims.claim(STUDY, "energy-efficiency", text, paper, ours=None, unit="x", scale=scale,
                             source="not_run", reason="no cpu and fpga energy rows")
@@ -144,7 +146,7 @@ def _ralm_fpga_cpu_note(r: pd.DataFrame) -> str:
     a, b = d[d.config == "cpu"].step_s, d[d.config == "fpga-cpu"].step_s
     if a.empty or b.empty:
         return ""
-    est, lo, hi = claims.ratio_ci(a, b)
+    est, lo, hi = intervals.ratio_ci(a, b)
     return f"; for reference fpga-cpu (modelled) over cpu at retrieval steps, batch 1: {est:.2f}x [{lo:.2f}, {hi:.2f}]"
 
 
@@ -161,7 +163,7 @@ def _queue_claim(q: pd.DataFrame) -> claims.Claim:
     for _, r in f8.iterrows():
         n = int(r.get("n_sim_queries", 0) or n_cfg)
         ok = int(round(r[col] * n))
-        cfg.append(claims.Config.of(f"m={int(r.m)} ({ok}/{n})", claims.proportion_ci(ok, n)))
+        cfg.append(claims.Config.of(f"m={int(r.m)} ({ok}/{n})", intervals.proportion_ci(ok, n)))
     n = int(worst.get("n_sim_queries", 0) or n_cfg)
     return claims.claim(
         STUDY, "queue-identical-topk", text, "identical top-K (lengths 10/15/23/38, m = 8/16/32/64)", configs=cfg,
@@ -182,9 +184,9 @@ def _scan_targets(sc: pd.DataFrame) -> list[claims.Claim]:
     worst = per.idxmax()
     tw = t[t.dataset == worst]
     level = sequential.level_of(m)   # 0.975 a look where the scan ran the two-stage design
-    est, lo, hi = claims.bootstrap_ci(tw.pair_ratio_torch_over_faiss, groups=claims.process_of(tw), level=level)
+    est, lo, hi = intervals.bootstrap_ci(tw.pair_ratio_torch_over_faiss, groups=intervals.process_of(tw), level=level)
     scale = f"{int(m.n_queries.iloc[0])} queries per dataset, {int(m.threads.iloc[0])} thread(s)"
-    g_est, g_lo, g_hi = claims.bootstrap_ci(f.gbps_per_core, groups=claims.process_of(f), level=level)
+    g_est, g_lo, g_hi = intervals.bootstrap_ci(f.gbps_per_core, groups=intervals.process_of(f), level=level)
     design = sequential.stages_text(m)
     design = f"; {design} ({sequential.METHOD})" if design else ""
     ov = t.groupby("dataset").overlap_mean.first()
@@ -192,14 +194,14 @@ def _scan_targets(sc: pd.DataFrame) -> list[claims.Claim]:
         claims.claim(STUDY, "target-torch-scan-within-2x", "torch PQ scan on CPU within 2x of faiss's scan time "
                      "(same lists)", "— (target)", ours=est, ci=(lo, hi), threshold=2.0, direction="<=", unit="x",
                      scale=scale, machine_busy=busy,
-                     reason=f"median of alternating torch/faiss pairs ({claims.processes_text(tw)}), worst dataset "
+                     reason=f"median of alternating torch/faiss pairs ({intervals.processes_text(tw)}), worst dataset "
                             f"{worst}; per dataset "
                             + ", ".join(f"{d} {v:.2f}x" for d, v in per.items()) + design),
         claims.claim(STUDY, "target-scan-gbps-per-core", "CPU PQ-scan throughput about 1.0-1.2 GB/s per core "
                      "(faiss, section 3.2)", "1.0-1.2 GB/s/core", ours=g_est, ci=(g_lo, g_hi), threshold=1.0,
                      unit="GB/s/core", scale=scale + "; this VM's CPU, not the paper's Xeon 8259CL", machine_busy=busy,
                      reason="faiss search_preassigned, m-byte codes scanned / time / threads, bootstrap over runs "
-                            f"of all datasets ({claims.processes_text(f)}); per dataset faiss "
+                            f"of all datasets ({intervals.processes_text(f)}); per dataset faiss "
                             + ", ".join(f"{d} {v:.2f}" for d, v in f.groupby("dataset").gbps_per_core.median().items())
                             + ", torch " + ", ".join(f"{d} {v:.2f}" for d, v in
                                                      t.groupby("dataset").gbps_per_core.median().items()) + design),

@@ -9,6 +9,8 @@ import pandas as pd
 
 from ..core.judging import claims
 
+from ..core.judging import intervals
+
 from ..core.measuring import sequential
 from . import paper_values as PV
 from .analysis import (E2E, bow_cls, disk_words, emulated_keys, eq4_table, hitrate, prefetch_budget_s, premise,
@@ -69,8 +71,8 @@ def qd_gain(pairs: pd.DataFrame, level: float = 0.95) -> tuple[float, float, flo
     def stat(i):
         i = np.asarray(i, dtype=int)
         return float(np.median(q32[i]) / np.median(q1[i]))
-    return claims.bootstrap_ci(np.arange(len(pairs)), stat=stat, n_boot=N_BOOT, level=level,
-                               groups=claims.process_of(pairs))
+    return intervals.bootstrap_ci(np.arange(len(pairs)), stat=stat, n_boot=N_BOOT, level=level,
+                               groups=intervals.process_of(pairs))
 
 
 def _parallel(e: E2E, ssd: str) -> claims.Premise:
@@ -135,16 +137,16 @@ def _ratio_claim(e: E2E, cid, text, paper, ssd, num: str, den, *, threshold, dir
     a, b = ra.total_s.to_numpy(), rb.total_s.to_numpy()
     rows = pd.concat([ra, rb])
     level = sequential.level_of(rows)
-    est, lo, hi = claims.ratio_ci(a, b, n_boot=N_BOOT, level=level,
-                                  groups=(claims.process_of(ra), claims.process_of(rb)))
+    est, lo, hi = intervals.ratio_ci(a, b, n_boot=N_BOOT, level=level,
+                                  groups=(intervals.process_of(ra), intervals.process_of(rb)))
     disk = f"; {disk_words(e.all)}" if ssd == "native" else ""
     return claims.claim(
         STUDY, cid, text + where, paper, ours=est, ci=(lo, hi), threshold=threshold, direction=direction, unit="x",
         scale=f"budget {budget} of the table; {_scale(e.prov)}", source=e.source(ssd, budget),
         reason=f"median per-query latency {num} {_ms(a)} / {dk} {_ms(b)} ({len(a)} and {len(b)} query "
-               f"runs in {claims.processes_text(rows)}, steady state under the cap, bootstrap {level * 100:g}% interval "
+               f"runs in {intervals.processes_text(rows)}, steady state under the cap, bootstrap {level * 100:g}% interval "
                f"over processes first){extra}{disk}", machine_busy=_busy(rows), target=target, premises=premises,
-        interval=f"noise: {claims.processes_text(rows)}")
+        interval=f"noise: {intervals.processes_text(rows)}")
 
 
 def t_interval(values, level: float = 0.95) -> tuple[float, float, float]:
@@ -164,7 +166,7 @@ def t_interval(values, level: float = 0.95) -> tuple[float, float, float]:
 
 
 def _procs(rows: pd.DataFrame) -> str:
-    n = len(np.unique(claims.process_of(rows)))
+    n = len(np.unique(intervals.process_of(rows)))
     return f"{n} fresh process{'es' if n != 1 else ''} of the step"
 
 
@@ -270,22 +272,22 @@ def _budget_sweep(e: E2E) -> claims.Claim:
                             reason="fewer than two memory budgets ran with mmap")
     ra, rb = e.rows("native", "mmap", buds[0]), e.rows("native", "mmap", buds[-1])
     rows = pd.concat([ra, rb])
-    est, lo, hi = claims.ratio_ci(ra.total_s, rb.total_s, n_boot=N_BOOT, level=sequential.level_of(rows),
-                                  groups=(claims.process_of(ra), claims.process_of(rb)))
+    est, lo, hi = intervals.ratio_ci(ra.total_s, rb.total_s, n_boot=N_BOOT, level=sequential.level_of(rows),
+                                  groups=(intervals.process_of(ra), intervals.process_of(rb)))
     return claims.claim(
         STUDY, cid, text, paper, ours=est, ci=(lo, hi), threshold=1.0, unit="x", scale=_scale(e.prov),
         source=e.source("native", buds[0]),
         reason=f"median per-query mmap latency at budget {buds[0]} {_ms(ra.total_s)} / at {buds[-1]} "
-               f"{_ms(rb.total_s)}, steady state under each cap ({claims.processes_text(rows)})",
+               f"{_ms(rb.total_s)}, steady state under each cap ({intervals.processes_text(rows)})",
         premises=[_binds(ra, buds[0])], machine_busy=_busy(rows),
-        interval=f"noise: {claims.processes_text(rows)}")
+        interval=f"noise: {intervals.processes_text(rows)}")
 
 
 def _premise(b: pd.DataFrame, io: pd.DataFrame, params: Params) -> tuple[float, float, float, str]:
     """Equation 4's premise of the 1.2x target: how many queries' top-K reads fit in the prefetch budget
     (the batch step's, as in the figures and the threshold rows), over the IOPS repeats."""
     vals, src = premise(b, io, params.k)
-    est, lo, hi = claims.bootstrap_ci(vals, n_boot=N_BOOT)
+    est, lo, hi = intervals.bootstrap_ci(vals, n_boot=N_BOOT)
     budget = prefetch_budget_s(b)
     words = (f"prefetch budget {budget * 1e3:.2f} ms (the batch step's: ANN time of the lists still to scan) "
              f"against the reads of the top {params.k} at {src} IOPS, {len(vals)} repeats")
@@ -318,7 +320,7 @@ def _reader(io: pd.DataFrame, params: Params) -> claims.Claim:
         return claims.claim(STUDY, "target-reader-vs-fio", text, "(target)", ours=None, source="not_run",
                             verdict=claims.NEEDS_TOOL,  # a missing tool, not missing hardware
                             reason=f"fio not run: {why.iloc[0] if len(why) else 'no rows'}")
-    est, lo, hi = claims.ratio_ci(r, f, n_boot=N_BOOT)
+    est, lo, hi = intervals.ratio_ci(r, f, n_boot=N_BOOT)
     return claims.claim(STUDY, "target-reader-vs-fio", text, "(target)", ours=est, ci=(lo, hi), threshold=0.8,
                         unit="of fio", scale="the embedding table file, same job", source="measured",
                         reason=f"median {np.median(r):,.0f} vs {np.median(f):,.0f} IOPS over {len(r)} and {len(f)} "
@@ -337,7 +339,7 @@ def _hit_rates(h: pd.DataFrame, params: Params) -> list[claims.Claim]:
         d = h[(h.corpus == corpus) & (h.nprobe == eta) & np.isclose(h.step, 0.3) & (h.rerank_n == K)]
         if d.empty:
             continue
-        est, lo, hi = claims.bootstrap_ci(d.hit_rate.to_numpy(), stat=np.mean, n_boot=N_BOOT)
+        est, lo, hi = intervals.bootstrap_ci(d.hit_rate.to_numpy(), stat=np.mean, n_boot=N_BOOT)
         docs = int(d.n_docs.iloc[0])
         note = (f"{K / docs:.1%} of these {docs:,} records are the top K, against {K / PV.V1_PASSAGES:.3%} of the "
                 "paper's 8.8M; ") + ("most records are synthetic filler, so this rate describes the generator"
@@ -363,7 +365,7 @@ def _mrr(q: pd.DataFrame, params: Params) -> claims.Claim:
     a = per[per.rerank_n == n].set_index("query_id")["mrr@10"]
     b = per[per.rerank_n == K].set_index("query_id")["mrr@10"].reindex(a.index).to_numpy()
     a = a.to_numpy()
-    est, lo, hi = claims.bootstrap_ci(np.arange(len(a)),   # paired: resample queries
+    est, lo, hi = intervals.bootstrap_ci(np.arange(len(a)),   # paired: resample queries
                                       stat=lambda i: a[i.astype(int)].mean() / max(b[i.astype(int)].mean(), 1e-12),
                                       n_boot=N_BOOT)
     b_ = q.attrs.get("provenance", {}).get("build", {})
@@ -411,7 +413,7 @@ def _ssd_reads(b: pd.DataFrame, io: pd.DataFrame) -> claims.Claim:
     m = b[(b.phase == "measured") & (b.rerank == "exact") & (b.batch <= PV.BATCH_THRESHOLD_EXACT)]
     configs = []
     for B, g in m.groupby("batch"):
-        est, lo, hi = claims.ratio_ci(g[g.method.str.startswith("direct")].access_s, g[g.method == ESPN_BATCH].access_s,
+        est, lo, hi = intervals.ratio_ci(g[g.method.str.startswith("direct")].access_s, g[g.method == ESPN_BATCH].access_s,
                                        n_boot=N_BOOT)
         configs.append(claims.Config(f"batch {int(B)}", est, (lo, hi), busy=_busy(g)))
     text = ("the prefetcher (serial-wait, as the paper's) improves SSD-based embedding access over plain SSD reads "
@@ -462,8 +464,8 @@ def _memory_saved(e: E2E) -> claims.Claim:
     used = [buds[0]] if exact else [b for b in buds if not _bound(e.rows("native", "direct_prefetch", b))]
     left_out = [] if exact else [b for b in buds if b not in used]
     rows = pd.concat([e.rows("native", "direct_prefetch", b) for b in used]) if used else small.iloc[:0]
-    mem = cached.assign(p=claims.process_of(cached)).groupby("p").cgroup_max_usage_bytes.max().dropna()
-    esp = rows.assign(p=claims.process_of(rows)).groupby(["budget", "p"]).cgroup_max_usage_bytes.max().dropna()
+    mem = cached.assign(p=intervals.process_of(cached)).groupby("p").cgroup_max_usage_bytes.max().dropna()
+    esp = rows.assign(p=intervals.process_of(rows)).groupby(["budget", "p"]).cgroup_max_usage_bytes.max().dropna()
     pairs = [(mem[p], v) for (_, p), v in esp.items() if p in mem.index]
     if not pairs:
         return claims.claim(STUDY, "memory-saved", text, _range(PV.MEMORY_REDUCTION), ours=None, source="not_run",
@@ -480,9 +482,9 @@ def _memory_saved(e: E2E) -> claims.Claim:
     few = len(ratios) < MIN_WORKERS
     bld = e.prov.get("build", {})
     ann, table = float(bld.get("ann_index_bytes", 0)), float(bld.get("table_bytes", 0))
-    lat, llo, lhi = claims.ratio_ci(small.total_s, e.totals("native", "memory", "unlimited"), n_boot=N_BOOT,
+    lat, llo, lhi = intervals.ratio_ci(small.total_s, e.totals("native", "memory", "unlimited"), n_boot=N_BOOT,
                                     level=sequential.level_of(small),
-                                    groups=(small.process, claims.process_of(cached)))
+                                    groups=(small.process, intervals.process_of(cached)))
     return claims.claim(
         STUDY, "memory-saved", text, _range(PV.MEMORY_REDUCTION), ours=est, ci=(lo, hi),
         threshold=PV.MEMORY_REDUCTION[0], unit="x", source=e.source("native", buds[0]),

@@ -8,6 +8,8 @@ import numpy as np
 import pandas as pd
 
 from ..core.judging import claims
+
+from ..core.judging import intervals
 from . import analysis
 from .params import Params
 
@@ -19,7 +21,7 @@ def _qps_fall(m: pd.DataFrame, ds: str) -> claims.Config:
     g = m[m.dataset == ds]
     lo_p, hi_p = g.nprobe.min(), g.nprobe.max()
     a, b = g[g.nprobe == lo_p], g[g.nprobe == hi_p]
-    est = claims.ratio_ci(a.qps, b.qps, groups=(claims.process_of(a), claims.process_of(b)))
+    est = intervals.ratio_ci(a.qps, b.qps, groups=(intervals.process_of(a), intervals.process_of(b)))
     return claims.Config.of(f"{ds} (nprobe {lo_p} over {hi_p})", est, claims.busy(g))
 
 

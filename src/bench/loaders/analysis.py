@@ -157,7 +157,8 @@ def ddp_over_dp(st: pd.DataFrame, loader: str, level: float = 0.95) -> tuple[flo
     """DDP over DP samples/s of ``loader`` at :data:`DDP_DP_REPLICAS` (median per-step ratio): rounds of fresh
     runs resampled first, then steps; the same computation for the step's stage-1 look and for the claim."""
     from ..core.judging import claims
+    from ..core.judging import intervals
 
     a = {"loader": loader, "parallel": "ddp", "replicas": DDP_DP_REPLICAS}
     b = {"loader": loader, "parallel": "dp", "replicas": DDP_DP_REPLICAS}
-    return claims.ratio_ci(tput(st, **a), tput(st, **b), level=level, groups=(rounds(st, **a), rounds(st, **b)))
+    return intervals.ratio_ci(tput(st, **a), tput(st, **b), level=level, groups=(rounds(st, **a), rounds(st, **b)))

@@ -8,6 +8,8 @@ import pandas as pd
 
 from ..core.judging import claims
 
+from ..core.judging import intervals
+
 from ..core.measuring import sequential
 from . import analysis as A
 from . import paper_values as P
@@ -77,7 +79,7 @@ def _level(df, a: dict, b: dict) -> float:
 
 def _tput_ratio(st, a: dict, b: dict, level: float = 0.95):
     """Median samples/s of run ``a`` over run ``b``: rounds (fresh processes) resampled first, then steps."""
-    return claims.ratio_ci(A.tput(st, **a), A.tput(st, **b), level=level,
+    return intervals.ratio_ci(A.tput(st, **a), A.tput(st, **b), level=level,
                            groups=(A.rounds(st, **a), A.rounds(st, **b)))
 
 
@@ -187,7 +189,7 @@ def _memory_claims(df) -> list[claims.Claim]:
     for cid, text, repl in (("irds-memory-7-14pct", "ir_datasets needs 7-14% of in-memory's memory", 1),
                             ("target-irds-15pct-pss", "target: ir_datasets at no more than 15% of in-memory's summed PSS", n or 1)):
         a, b = f"ir_datasets/ddp/{repl}", f"in-memory/ddp/{repl}"
-        e, lo, hi = claims.ratio_ci(A.mem(df, a), A.mem(df, b))
+        e, lo, hi = intervals.ratio_ci(A.mem(df, a), A.mem(df, b))
         thr = 0.14 if cid.startswith("irds") else 0.15
         corpus = runs.loc[b].loader_pss_bytes / runs.loc[b].pss_mean_bytes if b in runs.index else np.nan
         lf = (runs.loc[a].loader_pss_bytes / runs.loc[b].loader_pss_bytes
@@ -202,7 +204,7 @@ def _memory_claims(df) -> list[claims.Claim]:
                            interval="memory readings during one run (memory varies little between runs)",
                            machine_busy=A.busy(df, a, b)))
     if n >= 2:
-        e, lo, hi = claims.ratio_ci(A.mem(df, f"in-memory/ddp/{n}"), A.mem(df, "in-memory/ddp/1"))
+        e, lo, hi = intervals.ratio_ci(A.mem(df, f"in-memory/ddp/{n}"), A.mem(df, "in-memory/ddp/1"))
         lin = n * 0.9
         a, b = f"in-memory/ddp/{n}", "in-memory/ddp/1"
         corpus = (runs.loc[a].loader_pss_bytes / runs.loc[b].loader_pss_bytes
@@ -252,7 +254,7 @@ def _option_claims(op) -> list[claims.Claim]:
     setting = f"ours at {n} replicas, the paper's 4 GPUs"
 
     def ratio(rid):
-        return claims.ratio_ci(A.tput(st, run_id=rid), base,
+        return intervals.ratio_ci(A.tput(st, run_id=rid), base,
                                groups=(A.rounds(st, run_id=rid), A.rounds(st, run_id="baseline=-")))
     scale = _scale(op, f"Table 3 options on ir_datasets DDP, {n} replicas against the paper's 4 GPUs")
     iv = _interval_words(st, "options")
@@ -296,7 +298,7 @@ def _pin_claim(op, st, have: set, base, scale: str, setting: str) -> claims.Clai
                        unit="x baseline", scale=scale, reason="; ".join(why) or "no pin_memory run in the records")
     rid = max(pinned, key=lambda r: float(np.median(A.tput(st, run_id=r))))
     others = sorted(r for r in have if r != rid)
-    cfg = [claims.Config.of(f"over {r}", claims.ratio_ci(A.tput(st, run_id=rid), A.tput(st, run_id=r),
+    cfg = [claims.Config.of(f"over {r}", intervals.ratio_ci(A.tput(st, run_id=rid), A.tput(st, run_id=r),
                                                            groups=(A.rounds(st, run_id=rid), A.rounds(st, run_id=r))),
                             A.busy(op, rid, r)) for r in others]
     return claims.claim(STUDY, "pin-memory-plus-workers-best", text, pv, configs=cfg, threshold=1.0,

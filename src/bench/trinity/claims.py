@@ -7,6 +7,8 @@ import numpy as np
 import pandas as pd
 
 from ..core.judging import claims
+
+from ..core.judging import intervals
 from . import analysis
 from .params import Params
 
@@ -56,7 +58,7 @@ def _lane_claims(df: pd.DataFrame, params: Params) -> list[claims.Claim]:
             hi_load = g[g.load_frac == g.load_frac.max()]
         cont_rows, stat_rows = (hi_load[hi_load.policy == pol] for pol in ("continuous", "static"))
         cont, stat = cont_rows.lane_util, stat_rows.lane_util
-        est, lo, hi = claims.bootstrap_ci(cont, groups=_trace_of(cont_rows))
+        est, lo, hi = intervals.bootstrap_ci(cont, groups=_trace_of(cont_rows))
         out.append(claims.claim(STUDY, f"target-lane-util-{ds}", "lane utilisation >= 90% under continuous batching "
                                 "at high load", ">= 0.90 (issue target)", ours=est, ci=(lo, hi),
                                 threshold=lp.target_util, unit="of lanes",
@@ -106,7 +108,7 @@ def _hnsw_claims(df: pd.DataFrame, params: Params) -> list[claims.Claim]:
         best_h = hn.groupby("value").qps.median().idxmax()
         e_runs = eng[(eng.system == best_e[0]) & (eng.value == best_e[1])].qps
         h_runs = hn[hn.value == best_h].qps
-        est, lo, hi = claims.ratio_ci(e_runs, h_runs)
+        est, lo, hi = intervals.ratio_ci(e_runs, h_runs)
         out.append(claims.claim(STUDY, f"target-vs-hnsw-{ds}", "at its best batch size the engine reaches >= 0.5x faiss "
                                 "HNSW's queries/s at recall@10 >= 0.95 (same data, same threads)", ">= 0.5x (issue target)",
                                 ours=est, ci=(lo, hi), threshold=0.5, unit="x", source="measured", machine_busy=claims.busy(g),
@@ -122,7 +124,7 @@ def _exact_claim(ds, g, eng, best_e, e_runs) -> list[claims.Claim]:
     ex = g[g.system.str.startswith("exact-")]
     if ex.empty:
         return []
-    est, lo, hi = claims.ratio_ci(e_runs, ex.qps)
+    est, lo, hi = intervals.ratio_ci(e_runs, ex.qps)
     dev = ex.system.iloc[0].removeprefix("exact-")
     return [claims.claim(STUDY, f"target-vs-exact-{ds}", "the engine at recall@10 >= 0.95 reaches >= 2x the "
                          "queries/s of exact brute force (matmul + topk) on the same device", ">= 2x (issue target)",
@@ -154,17 +156,17 @@ def _one_trace(rows: pd.DataFrame) -> str:
 
 def _deadline_share(tri: pd.DataFrame) -> tuple[float, float, float, str, str]:
     """The share of prefill retrievals that met their deadline, pooled over the seeds, with the Korn-Graubard
-    interval over the trace's fresh processes (:func:`bench.core.judging.claims.cluster_proportion_ci`): the seeds
+    interval over the trace's fresh processes (:func:`bench.core.judging.intervals.cluster_proportion_ci`): the seeds
     replaying one trace share its measured extend times, so a binomial over every retrieval would leave out
     the noise between runs of the live engine (a quiet run read 0.983 [0.978, 0.986] where two others read
     0.997 [0.995, 0.999]). One trace process: the share and no interval (it decides nothing)."""
     seeds = tri.repeat.nunique()
     if "n_prefill" not in tri or not tri.n_prefill.notna().all():
-        est, lo, hi = claims.bootstrap_ci(tri.pre_within_deadline, groups=_trace_of(tri))
+        est, lo, hi = intervals.bootstrap_ci(tri.pre_within_deadline, groups=_trace_of(tri))
         return est, lo, hi, "bootstrap over seeds, trace processes first", ""
     k = np.round(tri.pre_within_deadline * tri.n_prefill)
     per = pd.DataFrame({"k": k, "n": tri.n_prefill, "g": _trace_of(tri)}).groupby("g")[["k", "n"]].sum()
-    est, lo, hi = claims.cluster_proportion_ci(per.k, per.n)
+    est, lo, hi = intervals.cluster_proportion_ci(per.k, per.n)
     words = (f"{int(per.k.sum())} of {int(per.n.sum())} prefill retrievals over {seeds} seeds met the deadline; "
              f"per trace process {', '.join(f'{a / b:.3f}' for a, b in zip(per.k, per.n))}; ")
     if len(per) < 2:
@@ -180,13 +182,13 @@ def _paired(num: pd.DataFrame, den: pd.DataFrame, col: str, keys: tuple = ("repe
     """``num``'s ``col`` over ``den``'s (``den`` over ``num`` where ``flip``), run by run: rows equal on ``keys``
     (and ``trace_process``) replayed the same arrivals (one seed) on the same trace process, so each pair gives
     one ratio; the median of the ratios, with a bootstrap over trace processes first, then pairs
-    (:func:`bench.core.judging.claims.bootstrap_ci`)."""
+    (:func:`bench.core.judging.intervals.bootstrap_ci`)."""
     on = list(keys) + (["trace_process"] if "trace_process" in num and "trace_process" in den else [])
     m = num.merge(den, on=on, suffixes=("_n", "_d"))
     a, b = m[f"{col}_n"], m[f"{col}_d"]
     r = ((b / a) if flip else (a / b)).replace([np.inf, -np.inf], np.nan)
     ok = r.notna().to_numpy()
-    return claims.bootstrap_ci(r[ok].to_numpy(), groups=_trace_of(m)[ok] if "trace_process" in m else None)
+    return intervals.bootstrap_ci(r[ok].to_numpy(), groups=_trace_of(m)[ok] if "trace_process" in m else None)
 
 
 def _fifo_premise(ff: pd.DataFrame, sp) -> claims.Premise:
@@ -299,7 +301,7 @@ def _flat_premise(m: pd.DataFrame, stage: str, flat_gain: float, level: float) -
 
 
 def _roofline_interval(m: pd.DataFrame, level: float) -> str:
-    n = len(np.unique(claims.process_of(m)))
+    n = len(np.unique(intervals.process_of(m)))
     if n < 2:
         return ("bootstrap over the timed runs of one process at each batch, refit (no run-to-run repeat: "
                 "one process)")

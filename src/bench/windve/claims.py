@@ -11,6 +11,8 @@ import pandas as pd
 
 from bench.core.judging import claims
 
+from bench.core.judging import intervals
+
 from . import analysis
 from . import paper_values as PV
 from .params import Params
@@ -42,7 +44,7 @@ class Builder:
                       "paper: bge-large / jina on V100+Xeon, Atlas+Kunpeng")
         self.rows: list[claims.Claim] = []
         self.one_run = _one_service(serv, params)
-        self.one_profile = "" if claims.n_processes(prof) > 1 else (
+        self.one_profile = "" if intervals.n_processes(prof) > 1 else (
             "the stress searches and the regression's rounds in one profiling process: an interval needs them in "
             "two or more fresh processes")
 
@@ -69,7 +71,7 @@ def _one_service(serv: pd.DataFrame, params: Params) -> str:
     serving code the v100-xeon 1 s gain read 0.009, 0.165 and 0.143 in three quiet runs and 0.196, 0.054 and
     0.220 in three more, while one run's range ended at 0.156."""
     mc = serv[serv.kind == "maxconc"] if "kind" in serv else serv
-    if claims.n_processes(mc) > 1:
+    if intervals.n_processes(mc) > 1:
         return ""
     n = int(mc["search"].nunique()) if "search" in mc and len(mc) else params.search_repeats
     return (f"{n} fine-tuning search{'es' if n > 1 else ''} in one service process: their range is within one "
@@ -392,7 +394,7 @@ def _util_interval(s: pd.DataFrame, on: pd.Series) -> tuple[float, tuple, str]:
     ut = s[(s.kind == "util") & (s.config == "offload")]
     procs = ut["process"].to_numpy() if "process" in ut and ut["process"].nunique() > 1 else None
     if procs is not None and len(procs) == len(on):
-        est, lo, hi = claims.bootstrap_ci(on.to_numpy(float), groups=procs)
+        est, lo, hi = intervals.bootstrap_ci(on.to_numpy(float), groups=procs)
         return est, (lo, hi), (f"bootstrap over {len(np.unique(procs))} fresh service processes (resampled "
                                f"first), then their {len(on)} closed rounds")
     return float(np.median(on)), (None, None), (
@@ -425,7 +427,7 @@ def _service_share(b: Builder) -> None:
     sv = oh[oh["mode"] == "service"]
     procs = sorted(set(sv.service_process))
     if "ratio" in sv and sv.ratio.notna().all():
-        est, lo, hi = claims.bootstrap_ci(sv.ratio.to_numpy(float), stat=np.median,
+        est, lo, hi = intervals.bootstrap_ci(sv.ratio.to_numpy(float), stat=np.median,
                                           groups=sv.service_process.to_numpy() if len(procs) > 1 else None)
         per = "; ".join(f"{pr}: median {np.median(g.ratio):.3f} over {len(g)} pairs"
                         for pr, g in sv.groupby("service_process"))
@@ -435,7 +437,7 @@ def _service_share(b: Builder) -> None:
               if len(procs) > 1 else "bootstrap over the pairs of one service process (no run-to-run repeat)")
     else:   # records written before the pairs were kept: medians of each mode
         bare = oh[oh["mode"] == "bare_model"]
-        est, lo, hi = claims.ratio_ci(sv.throughput, bare.throughput)
+        est, lo, hi = intervals.ratio_ci(sv.throughput, bare.throughput)
         what, iv = "median service throughput / median bare-model throughput", "bootstrap over the repeats of one run"
     b.add("target-service-90pct", "the service sustains >= 90% of the bare model's batch throughput (same cores)",
           ">= 0.9", ours=est, ci=(lo, hi), threshold=b.p.targets.service_share, unit="x", source="measured",
@@ -556,7 +558,7 @@ def _overload(b: Builder, ov: pd.DataFrame, s: pd.DataFrame) -> None:
                  f"{int((~ov.status.isin([200, 429])).sum())} lost of {len(ov)}; service healthy after: {healthy}")
     acc = ov[ov.status == 200].latency_s
     slo = float(ov.slo_s.iloc[0])
-    est, lo, hi = claims.bootstrap_ci(acc, stat=lambda a: np.percentile(a, 99))
+    est, lo, hi = intervals.bootstrap_ci(acc, stat=lambda a: np.percentile(a, 99))
     adm = str(ov["admission"].dropna().iloc[0]) if "admission" in ov and ov["admission"].notna().any() else "depth"
     b.add("target-overload-p99", "accepted requests still meet the SLO at p99 under 3x overload", f"<= SLO",
           ours=est, ci=(lo, hi), threshold=slo, direction="<=", unit="s", source=analysis.source(ov),

@@ -63,14 +63,15 @@ def decided(rows: pd.DataFrame, params) -> bool:
     the design's level over the fresh processes, already clear both targets (torch within 2x of faiss, faiss
     >= 1.0 GB/s per core)? When not, a second stage of as many processes runs."""
     from ...core.judging import claims
+    from ...core.judging import intervals
     from ...core.measuring import sequential
 
     m = rows[(rows.phase == "measured") & (rows.device == "cpu")] if "phase" in rows else rows[rows.device == "cpu"]
     t, f = m[m.impl == "torch"], m[m.impl == "faiss"]
     if t.empty or f.empty:
         return True
-    _, lo, hi = claims.bootstrap_ci(t.pair_ratio_torch_over_faiss, level=sequential.LEVEL, groups=t.process)
-    _, glo, ghi = claims.bootstrap_ci(f.gbps_per_core, level=sequential.LEVEL, groups=f.process)
+    _, lo, hi = intervals.bootstrap_ci(t.pair_ratio_torch_over_faiss, level=sequential.LEVEL, groups=t.process)
+    _, glo, ghi = intervals.bootstrap_ci(f.gbps_per_core, level=sequential.LEVEL, groups=f.process)
     return (claims.clears(SCAN_RATIO_MAX, "<=")(lo, hi) and claims.clears(GBPS_MIN)(glo, ghi))
 
 

@@ -168,7 +168,7 @@ def _claims(study, a: argparse.Namespace) -> Path:
     prov = {**provenance.git_state(), "profile": a.profile, "study": study.name, "config": section,
             "inputs": inputs, "method": "verdicts computed from the records named in inputs "
             "(bench.core.judging.claims: interval against threshold; modelled/not run -> needs hardware we lack)"}
-    return core_claims.write(rows, a.out, prov)
+    return core_claims.write(rows, a.out, prov, study.reproduces_paper)
 
 
 def _checked(study: str, verb: str, a: argparse.Namespace, declared, suffix: str | None = None) -> argparse.Namespace:

@@ -162,6 +162,9 @@ class Study:
     short: str = ""            # its short name in the ledger and the report's links ("ESPN")
     order: int = 100           # place among the studies in the ledger and the report (the papers' order)
     reproduces_paper: bool = True   # False for a check of the harness itself: its rows count as targets
+    synthetic: str | None = None    # module holding records(params) -> {kind: rows}: synthetic records built by
+    #                                 the study's own emulations and models (the sensitivity test of what the
+    #                                 paper fixed runs its claims on them: bench.core.judging.fidelity)
 
     @property
     def heading(self) -> str:

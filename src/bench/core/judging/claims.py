@@ -1,42 +1,53 @@
-"""The claims ledger: every headline claim of every paper, the paper's value, ours with an interval, and
-a verdict computed from records.
+"""A claim's verdict, computed from records: every headline claim of every paper, the paper's value, ours
+with an interval, and a verdict a referee cannot overturn.
 
 A study's ``claims.py`` builds :class:`Claim` rows from its records with :func:`claim`, which turns an
 estimate and its interval into a verdict:
 
 - ``reproduced``: the whole interval is on the paper's side of the threshold;
 - ``not reproduced``: the whole interval is on the other side;
-- ``inconclusive``: the interval straddles the threshold (a pass within noise is no pass), or the
-  machine was busy while the step ran (see :mod:`bench.core.measuring.quiet`);
-- ``needs hardware we lack``: the value is modelled, or was not run (no GPU, FPGA, NPU here);
-- ``out of reach at this scale``: the claim depends on a scale this profile does not reach (the study says
-  why in the reason).
+- ``inconclusive``: the interval straddles the threshold (a pass within noise is no pass), rests on fewer
+  fresh processes than :data:`bench.core.judging.intervals.MIN_PROCESSES`, or the machine was busy while the
+  step ran (:mod:`bench.core.measuring.quiet`);
+- ``needs hardware we lack``: the value is modelled, was not run, did not run on the hardware the claim's
+  mechanism needs, or is set by a number taken from the paper (a sanity check, never judged);
+- ``out of reach at this scale``: a premise the paper states the claim under fails here.
 
-Intervals come from repeats or from a bootstrap over per-query / per-run values (:func:`bootstrap_ci`,
-:func:`ratio_ci`), processes first where the step ran in several (:mod:`bench.core.measuring.step`).
+Intervals come from :mod:`bench.core.judging.intervals` (an :class:`~bench.core.judging.intervals.Estimate`
+carries how many fresh processes it resampled). What the paper fixed, the hardware a claim needs and the
+paper's definition of its quantity are declared with :mod:`bench.core.judging.fidelity`.
 
-The semantics a referee cannot overturn (methods in the module :mod:`bench.core.measuring.sequential`
-and the docstrings below), all through :func:`claim`:
+The keywords of :func:`claim`, each a rule core enforces for every study alike:
 
+- ``estimate=``: ours, its interval and its clusters in one (an ``Estimate``); a timed row (a speed, a
+  latency, a memory reading: anything measured that is not declared ``quality=``) decides nothing from
+  fewer than three fresh processes, or from an interval that does not say how many it resampled;
 - ``band=(lo, hi)``: an equality claim ("within 2%", "no gain", "0.91-1.42x") is a two-sided equivalence
-  test (TOST with the 95% interval: alpha 0.025 a side): reproduced only when the whole interval lies in the
-  band, not reproduced only when it lies wholly outside it;
+  test (TOST with the 95% interval: alpha 0.025 a side);
 - ``configs=[Config(...)]``: a claim over several configurations (every loader, every batch <= N) is judged
-  over all of them (intersection-union: reproduced only if every configuration is); the reason names the
-  worst one, and ours is the worst one's value;
-- ``premises=[Premise(...)]``: the conditions the paper states the claim under, checked from our records;
-  a failed one gives "out of reach at this scale" or "needs hardware we lack" naming it, never "not
-  reproduced";
+  over all of them (intersection-union); the reason names the worst one, and ours is the worst one's value;
+- ``premises=[Premise(...)]``: the conditions the paper states the claim under (:func:`premise_interval`:
+  tested with an interval, as the claim is); a failed one gives "out of reach at this scale" or "needs
+  hardware we lack" naming it, never "not reproduced"; a premise whose bar lies past the claim's own
+  threshold on a quantity that bounds the claim's (``bounds_claim``) would decide the claim by itself, and
+  is refused;
+- ``needs=("gpu",)`` with ``ran_on=``: the hardware the claim's mechanism needs
+  (:data:`bench.core.judging.fidelity.HARDWARE`) against where the records ran; ``judged_on`` names the
+  profile and machine that would judge it;
+- ``definition=Definition(...)``: the paper's definition beside ours; where they differ, not judged;
+- ``fixed_by=(PaperInput, ...)`` (or ``circular="why"``): our value is set by numbers taken from the
+  paper: a sanity check, never judged;
+- ``quantity="..."``: what the row measures; a target on the quantity of a paper row carries that row's
+  premises (:func:`check`);
+- ``quality="why"``: a load-independent quantity (recall, MRR, a hit rate, a size): deterministic given the
+  build, so no fresh processes are needed and a busy machine does not touch it;
 - ``observed=(lo, hi)``: a fitted quantity (knee, plateau, crossover) counts only inside the measured range;
-- ``circular="..."``: our value is set by a parameter taken from the paper: a sanity check, never judged;
 - ``interval="noise" | "spread" | "exact: why" | "binomial"``: what the interval is; a zero-width interval
-  without an ``exact: ...`` reason is no evidence (inconclusive); :func:`proportion_ci` gives the
-  Clopper-Pearson interval of k of n, :func:`cluster_proportion_ci` the Korn-Graubard interval where the
-  trials come in clusters (fresh processes) that share their noise;
-- ``search=bracket(levels)``: a search (fine-tuned concurrency, capacity) counts only when bracketed;
-- ``one_run="why"``: the interval comes from one run (the repeats of one fresh process): it holds no
-  run-to-run noise, so the row shows it and decides nothing. :mod:`bench.core.judging.ledger` joins every study's rows into the ledger (paper claims first,
-the harness's targets counted apart, history and stability across runs).
+  without an ``exact: ...`` reason is no evidence;
+- ``search=bracket(levels)``: a search counts only when bracketed;
+- ``one_run="why"``: the interval comes from one run: it holds no run-to-run noise and decides nothing.
+
+:mod:`bench.core.judging.ledger` joins every study's rows into the ledger.
 """
 from __future__ import annotations
 
@@ -46,11 +57,12 @@ import re
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-import numpy as np
 import pandas as pd
 
-from ..measuring import records
 from ..base.atomic import write_text
+from ..measuring import records
+from . import fidelity
+from .intervals import MIN_PROCESSES, Estimate
 
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
 NEEDS_HARDWARE, OUT_OF_REACH = "needs hardware we lack", "out of reach at this scale"
@@ -80,13 +92,19 @@ class Claim:
     band_high: float | None = None   # direction "within": the band is [threshold, band_high]
     interval: str = ""               # what the interval is: noise (fresh processes), spread, exact, binomial
     premise: str = ""                # the premises the claim was judged under, and whether each held
+    definition: str = ""             # the paper's definition of the quantity (section, words) beside ours
+    needs: str | None = None         # the hardware the mechanism needs (comma-separated; "" none; None undeclared)
+    ran_on: str = ""                 # the hardware the records ran on
+    fixed_by: str = ""               # paper inputs that set our value (comma-separated names): a sanity check
+    clusters: float | None = None    # fresh processes the interval resampled
+    quantity: str = ""               # what the row measures (a target on a paper row's quantity shares its premises)
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
             raise ValueError(f"{self.claim_id}: unknown verdict {self.verdict!r}; one of {VERDICTS}")
         if self.source not in SOURCES:
             raise ValueError(f"{self.claim_id}: unknown source {self.source!r}; one of {SOURCES}")
-        for name in ("claim", "paper_value", "unit", "scale", "reason"):   # np.float64(0.5) -> 0.5
+        for name in ("claim", "paper_value", "unit", "scale", "reason", "definition"):   # np.float64(0.5) -> 0.5
             object.__setattr__(self, name, NUMPY_REPR.sub(r"\1", str(getattr(self, name))))
 
 
@@ -152,42 +170,82 @@ class Config:
     ours: float | None
     ci: tuple[float | None, float | None] = (None, None)
     busy: bool = False
+    clusters: int | None = None   # fresh processes its interval resampled
 
     @classmethod
     def of(cls, name: str, estimate_low_high: tuple, busy: bool = False) -> "Config":
-        """From an (estimate, low, high) triple as :func:`ratio_ci` and :func:`proportion_ci` return it."""
+        """From an (estimate, low, high) triple, an :class:`Estimate` keeping its clusters."""
         e, lo, hi = estimate_low_high
-        return cls(name, e, (lo, hi), bool(busy))
+        return cls(name, e, (lo, hi), bool(busy), getattr(estimate_low_high, "clusters", None))
 
 
 @dataclasses.dataclass(frozen=True)
 class Premise:
     """A condition the paper states its claim under, checked from our records. ``holds`` None: not measured,
-    or measured without deciding (its interval straddles the bar; the evidence says which).
-    ``kind``: ``scale`` (a failed one gives "out of reach at this scale") or ``hardware`` ("needs hardware
-    we lack"). ``row``: the ledger row (claim id) or record that measures it."""
+    or measured without deciding (its interval straddles the bar, or rests on too few processes; the
+    evidence says which). ``kind``: ``scale`` (a failed one gives "out of reach at this scale") or
+    ``hardware`` ("needs hardware we lack"). ``row``: the ledger row (claim id) or record that measures it.
+    ``paper``: the paper's value of the same quantity, beside ours. ``bar``/``direction``: the bar the
+    premise's quantity is held to; ``bounds_claim``: that quantity bounds the claim's own from the paper's
+    side (a premise bar past the claim's threshold would then decide the claim: :func:`claim` refuses it)."""
 
     name: str
     holds: bool | None
     evidence: str = ""
     kind: str = "scale"
     row: str = ""
+    paper: str = ""
+    bar: float | None = None
+    direction: str = ">="
+    bounds_claim: bool = False
 
     def text(self) -> str:
         state = "holds" if self.holds else "undecided" if self.holds is None else "fails"
         cite = f" (see {self.row})" if self.row else ""
-        return f"premise '{self.name}' {state}: {self.evidence}{cite}" if self.evidence else \
-            f"premise '{self.name}' {state}{cite}"
+        paper = f"; the paper: {self.paper}" if self.paper else ""
+        return f"premise '{self.name}' {state}: {self.evidence}{paper}{cite}" if self.evidence else \
+            f"premise '{self.name}' {state}{paper}{cite}"
 
 
 def premise(name: str, value: float | None, threshold: float, direction: str = ">=", *, kind: str = "scale",
-            row: str = "", unit: str = "", what: str = "") -> Premise:
-    """A premise measured as a value against a threshold (``>=`` / ``<=``): holds or fails, with the numbers."""
+            row: str = "", unit: str = "", what: str = "", paper: str = "", exact: str = "",
+            bounds_claim: bool = False) -> Premise:
+    """A premise read as one value against a bar (``>=`` / ``<=``). Only a quantity that is exact given the
+    build (``exact``: why: K/N, an index's share of memory from its sizes) is decided from one value; a
+    measured one is tested as the claim is, with an interval over fresh processes
+    (:func:`premise_interval`), and one reading of it leaves the premise undecided."""
     if _nan(value):
-        return Premise(name, None, f"{what or 'its value'} is not in the records", kind, row)
+        return Premise(name, None, f"{what or 'its value'} is not in the records", kind, row, paper, threshold,
+                       direction, bounds_claim)
+    words = f"{what or 'measured'} {_fmt(value)}{(' ' + unit) if unit else ''} against {direction} {_fmt(threshold)}"
+    if not exact:
+        return Premise(name, None, f"{words}: one reading of a measured quantity, not an interval over fresh "
+                       "processes", kind, row, paper, threshold, direction, bounds_claim)
     ok = value >= threshold if direction == ">=" else value <= threshold
-    return Premise(name, bool(ok), f"{what or 'measured'} {_fmt(value)}{(' ' + unit) if unit else ''} "
-                   f"against {direction} {_fmt(threshold)}", kind, row)
+    return Premise(name, bool(ok), f"{words} (exact: {exact})", kind, row, paper, threshold, direction, bounds_claim)
+
+
+def premise_interval(name: str, estimate: tuple, threshold: float, direction: str = ">=", *, kind: str = "scale",
+                     row: str = "", unit: str = "", what: str = "", paper: str = "",
+                     bounds_claim: bool = False, quality: bool = False) -> Premise:
+    """A premise tested with the claim's own statistic: an interval (an :class:`Estimate`, over fresh
+    processes unless ``quality``) against a bar. Holds when the whole interval is on the bar's side, fails
+    when it is wholly on the other, undecided when it straddles the bar or rests on fewer than
+    :data:`MIN_PROCESSES` fresh processes."""
+    est, lo, hi = estimate
+    clusters = getattr(estimate, "clusters", None)
+    u = f" {unit}" if unit else ""
+    words = f"{what or 'measured'} {_fmt(est)}{u} [{_fmt(lo)}, {_fmt(hi)}] against {direction} {_fmt(threshold)}"
+    args = (kind, row, paper, threshold, direction, bounds_claim)
+    if _nan(lo) or _nan(hi):
+        return Premise(name, None, f"{words}: no interval", *args)
+    if not quality and (clusters is None or clusters < MIN_PROCESSES):
+        n = "an unstated number of" if clusters is None else str(clusters)
+        return Premise(name, None, f"{words}: from {n} fresh processes, fewer than the {MIN_PROCESSES} an "
+                       "interval between runs needs", *args)
+    v = judge(lo, hi, threshold, direction)
+    holds = True if v == REPRODUCED else False if v == NOT_REPRODUCED else None
+    return Premise(name, holds, words + (f" ({clusters} fresh processes)" if clusters else ""), *args)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -238,48 +296,6 @@ def bracket(levels: Iterable[tuple[float, bool]], step: float | None = None, cut
     return Search(best, first_fail, adjacent, cut_off)
 
 
-def proportion_ci(k: int, n: int, level: float = 0.95) -> tuple[float, float, float]:
-    """(k/n, low, high): the Clopper-Pearson exact binomial interval of a proportion. All n passing gives
-    a lower bound of ((1 - level)/2)^(1/n), never 1 (0.982 for n = 200)."""
-    from scipy.stats import beta
-
-    if n <= 0 or not 0 <= k <= n:
-        return float("nan"), float("nan"), float("nan")
-    a = 1 - level
-    lo = 0.0 if k == 0 else float(beta.ppf(a / 2, k, n - k + 1))
-    hi = 1.0 if k == n else float(beta.ppf(1 - a / 2, k + 1, n - k))
-    return k / n, lo, hi
-
-
-def cluster_proportion_ci(k: Sequence[float], n: Sequence[float],
-                          level: float = 0.95) -> tuple[float, float, float]:
-    """(k/n pooled, low, high) of a proportion whose trials come in clusters (the fresh processes, or the
-    runs, that share their noise): the Korn-Graubard interval (Korn & Graubard 1998, the NCHS method for
-    survey proportions). The design-based variance of the pooled share is read from the spread of the
-    clusters' counts (ratio estimator, clusters drawn with replacement); the effective size n_eff =
-    p(1-p)/v (never above n: a design effect below 1 is not credited) is shrunk by (t_{n-1}/t_{m-1})^2 for
-    the m clusters' degrees of freedom, and the Clopper-Pearson interval is drawn at that size. All trials
-    passing keeps the Clopper-Pearson floor at the shrunk size, never [1, 1]. Fewer than two clusters: no
-    interval (nothing measures the noise between them)."""
-    from scipy.stats import beta, t
-
-    k, n = np.asarray(k, dtype=float), np.asarray(n, dtype=float)
-    if k.size == 0 or n.sum() <= 0 or np.any(k < 0) or np.any(k > n):
-        return float("nan"), float("nan"), float("nan")
-    big_n, m = float(n.sum()), k.size
-    p = float(k.sum() / big_n)
-    if m < 2:
-        return p, float("nan"), float("nan")
-    v = m / (m - 1) * float(np.sum((k - p * n) ** 2)) / big_n ** 2
-    n_eff = big_n if v <= 0 or p * (1 - p) <= 0 else min(big_n, p * (1 - p) / v)
-    a = 1 - level
-    n_eff *= (t.ppf(1 - a / 2, max(big_n - 1, 1)) / t.ppf(1 - a / 2, m - 1)) ** 2
-    k_eff = p * n_eff
-    lo = 0.0 if p <= 0 else float(beta.ppf(a / 2, k_eff, n_eff - k_eff + 1))
-    hi = 1.0 if p >= 1 else float(beta.ppf(1 - a / 2, k_eff + 1, n_eff - k_eff))
-    return p, lo, hi
-
-
 def _score(lo, hi, threshold, direction, band_high) -> float:
     """How far an interval lies on the paper's side (negative: the other side); the worst configuration
     has the lowest."""
@@ -315,199 +331,248 @@ def _zero_width(lo, hi) -> bool:
     return not _nan(lo) and not _nan(hi) and abs(hi - lo) <= 1e-12 * max(1.0, abs(lo))
 
 
+@dataclasses.dataclass(frozen=True)
+class Terms:
+    """Everything a verdict follows from: the claim's own terms and what the records say about them."""
+
+    claim_id: str
+    ours: float | None
+    lo: float | None
+    hi: float | None
+    threshold: float | None
+    direction: str
+    band_high: float | None
+    source: str
+    machine_busy: bool
+    premises: Sequence[Premise]
+    observed: tuple[float, float] | None
+    circular: str
+    interval: str
+    search: Search | None
+    one_run: str
+    clusters: int | None
+    missing: tuple[str, ...]
+    ran_on: str
+    judged_on: str
+    definition: fidelity.Definition | None
+    quality: str
+
+    @property
+    def timed(self) -> bool:
+        """A measured quantity with run-to-run noise: not declared quality, not exact, not a spread."""
+        return not self.quality and self.source in ("measured", "emulated") and \
+            not self.interval.startswith("exact") and self.interval != "spread"
+
+    def would(self) -> str:
+        if self.threshold is None or _nan(self.lo):
+            return ""
+        v = judge(self.lo, self.hi, self.threshold, self.direction, self.band_high)
+        return f"; it would read {why(v, self.lo, self.hi, self.threshold, self.direction, self.band_high)}"
+
+
 def claim(study: str, claim_id: str, text: str, paper_value: str, *, ours: float | None = None,
-          ci: tuple[float | None, float | None] = (None, None), threshold: float | None = None,
-          direction: str = ">=", unit: str = "", scale: str = "", source: str = "measured",
-          reason: str = "", machine_busy: bool = False, verdict: str | None = None,
+          ci: tuple[float | None, float | None] = (None, None), estimate: Estimate | None = None,
+          threshold: float | None = None, direction: str = ">=", unit: str = "", scale: str = "",
+          source: str = "measured", reason: str = "", machine_busy: bool = False, verdict: str | None = None,
           target: float | None = None, threshold_also: float | None = None,
           band: tuple[float, float] | None = None, configs: Sequence[Config] | None = None,
           premises: Sequence[Premise] = (), observed: tuple[float, float] | None = None,
-          circular: str = "", interval: str = "", search: Search | None = None, one_run: str = "") -> Claim:
-    """A ledger row with its verdict computed from the interval (or given, for hardware/scale cases); the
+          circular: str = "", interval: str = "", search: Search | None = None, one_run: str = "",
+          clusters: int | None = None, needs: Sequence[str] | None = None, ran_on: Iterable[str] = (),
+          judged_on: str = "", definition: fidelity.Definition | None = None,
+          fixed_by: Sequence[fidelity.PaperInput] = (), quantity: str = "", quality: str = "") -> Claim:
+    """A ledger row with its verdict computed from its terms (or given, for a row that was not run); the
     reason ends with why the verdict follows. ``target``: the harness's own threshold on the same
-    measurement (one measurement, one row), judged in the reason. The judging keywords (see the module
-    docstring): ``band`` (two-sided equivalence), ``configs`` (judged over all), ``premises``, ``observed``
-    (the measured range a fitted value must lie in), ``circular`` (a parameter from the paper: sanity check
-    only), ``interval`` (noise / spread / ``exact: why`` / binomial), ``search`` (bracketed or not) and
-    ``one_run`` (why the interval comes from one run, one fresh process: it holds no run-to-run noise, so the
-    row keeps its interval in words and decides nothing)."""
+    measurement (one measurement, one row), judged in the reason under the same premises. The keywords are
+    the rules of the module docstring."""
+    if estimate is not None:
+        ours, ci = estimate[0], (estimate[1], estimate[2])
+        clusters = getattr(estimate, "clusters", None) if clusters is None else clusters
     band_high = None
     if band is not None:
         threshold, band_high, direction = float(band[0]), float(band[1]), WITHIN
+    _refuse_deciding_premises(claim_id, premises, threshold, direction)
     notes = []
     if configs:
         if threshold is None:
             raise ValueError(f"{claim_id}: a claim over configurations needs a threshold or a band")
-        cv, worst, words = over_all(configs, threshold, direction, band_high)
+        _, worst, words = over_all(configs, threshold, direction, band_high)
         ours, ci = worst.ours, worst.ci
         machine_busy = machine_busy or any(c.busy for c in configs)
+        if any(c.clusters is not None for c in configs):
+            clusters = min(c.clusters for c in configs if c.clusters is not None)
         notes.append(words)
     lo, hi = ci
     if not any(map(_nan, (ours, lo, hi))) and not (min(lo, hi) - 1e-9 <= ours <= max(lo, hi) + 1e-9):
         reason = f"interval [{_fmt(lo)}, {_fmt(hi)}] discarded: it does not contain the estimate; {reason}"
         lo = hi = None
-    if interval == "spread":
-        notes.append("the interval is the spread over configurations, not run-to-run noise")
-    elif interval.startswith("exact"):
-        notes.append(f"zero-width or exact interval: {interval.partition(':')[2].strip() or 'exact by construction'}")
-    elif interval == "binomial":
-        notes.append("exact binomial (Clopper-Pearson) 95% interval")
-    elif interval:
-        notes.append(f"interval: {interval}")
-    if premises:
-        notes.append("; ".join(p.text() for p in premises))
-    if search is not None:
-        notes.append(f"search {search.text()}")
-    lead = "; ".join([reason] + notes if reason else notes)
+    if fixed_by and not circular:
+        circular = "; ".join(inp.text() for inp in fixed_by)
+    have = frozenset(ran_on)
+    terms = Terms(claim_id, ours, lo, hi, threshold, direction, band_high, source, bool(machine_busy) and not quality,
+                  premises, observed, circular, interval, search, one_run, clusters,
+                  tuple(fidelity.missing(needs or (), have)), fidelity.words(sorted(have)) if have else "",
+                  judged_on, definition, quality)
+    lead = "; ".join(filter(None, [reason, *notes, *_notes(terms)]))
     if verdict is None:
-        verdict, because = _decide(claim_id, ours, lo, hi, threshold, direction, band_high, source, machine_busy,
-                                   premises, observed, circular, interval, search, one_run)
+        verdict, because = _decide(terms)
         reason = f"{lead}; {because}" if lead and because else lead or because
-        if target is not None and verdict not in (NEEDS_HARDWARE, OUT_OF_REACH) and not circular:
-            tv = judge(lo, hi, target, direction if direction != WITHIN else ">=")
-            tv = f"{tv} on a quiet machine, {INCONCLUSIVE} here" if machine_busy and tv != INCONCLUSIVE else tv
-            reason += f"; the harness's target {direction} {_fmt(target)}: {tv}"
+        reason += _target_words(terms, verdict, target)
     else:
         reason = lead
-    pre = "; ".join(p.text() for p in premises)
     return Claim(study, claim_id, text, paper_value, _f(ours), _f(lo), _f(hi), unit, scale, source,
-                 verdict, reason, _f(threshold), direction, bool(machine_busy), _f(threshold_also), _f(band_high),
-                 interval, pre)
+                 verdict, reason, _f(threshold), direction, terms.machine_busy, _f(threshold_also), _f(band_high),
+                 interval, "; ".join(p.text() for p in premises), definition.text() if definition else "",
+                 None if needs is None else ",".join(needs), ",".join(sorted(have)),
+                 ",".join(inp.name for inp in fixed_by), _f(clusters), quantity)
 
 
-def _decide(claim_id, ours, lo, hi, threshold, direction, band_high, source, machine_busy, premises, observed,
-            circular, interval, search, one_run="") -> tuple[str, str]:
-    """(verdict, why) in the order a referee would ask: was it measured, is it circular, do the premises
-    hold, did the search converge, was the fitted value observed, is the interval evidence, then the
-    interval against the threshold, then the busy machine."""
-    if source in ("modelled", "not_run"):
-        return NEEDS_HARDWARE, ""
-    would = ""
-    if threshold is not None and not _nan(lo):
-        would = f"; it would read {why(judge(lo, hi, threshold, direction, band_high), lo, hi, threshold, direction, band_high)}"
-    if circular:
-        return NEEDS_HARDWARE, (f"{NEEDS_HARDWARE}: a sanity check, not judged: our value is set by a parameter "
-                                f"taken from the paper ({circular}){would}")
-    failed = [p for p in premises if p.holds is False]
-    if failed:
-        v = NEEDS_HARDWARE if any(p.kind == "hardware" for p in failed) else OUT_OF_REACH
-        return v, f"{v}: the paper states the claim under {', '.join(repr(p.name) for p in failed)}, which fails here"
-    unknown = [p for p in premises if p.holds is None]
-    if unknown:
-        return INCONCLUSIVE, (f"{INCONCLUSIVE}: premise {', '.join(repr(p.name) for p in unknown)} undecided "
-                              f"(not measured, or its interval straddles its bar)")
-    if search is not None and not search.bracketed:
-        return INCONCLUSIVE, f"{INCONCLUSIVE}: the search did not converge ({search.text()})"
-    if observed is not None:
-        a, b = observed
-        inside = not any(map(_nan, (ours, lo, hi))) and a <= min(ours, lo) and max(ours, hi) <= b
-        if not inside:
-            return OUT_OF_REACH, (f"{OUT_OF_REACH}: the fitted value {_fmt(ours)} [{_fmt(lo)}, {_fmt(hi)}] is not "
-                                  f"inside the measured range [{_fmt(a)}, {_fmt(b)}], so it is extrapolated, not "
-                                  "observed")
+def _refuse_deciding_premises(claim_id: str, premises: Sequence[Premise], threshold, direction: str) -> None:
+    """A premise on a quantity that bounds the claim's own, with its bar past the claim's threshold, would
+    decide the claim whenever it holds: the row could not fail. That is a bug in the study, refused here."""
     if threshold is None:
-        raise ValueError(f"{claim_id}: a measured claim needs a threshold or an explicit verdict")
-    if one_run:
-        return INCONCLUSIVE, (f"{INCONCLUSIVE}: the interval comes from one run ({one_run}), so it holds no "
-                              f"run-to-run noise and decides nothing{would}")
-    if _zero_width(lo, hi) and not interval.startswith("exact"):
-        return INCONCLUSIVE, (f"{INCONCLUSIVE}: the interval [{_fmt(lo)}, {_fmt(hi)}] has zero width with no "
-                              f"reason it is exact (one value, or identical values resampled): no evidence{would}")
-    verdict = judge(lo, hi, threshold, direction, band_high)
-    because = why(verdict, lo, hi, threshold, direction, band_high)
-    if machine_busy and verdict in (REPRODUCED, NOT_REPRODUCED):
+        return
+    for p in premises:
+        if not p.bounds_claim or p.bar is None or p.direction != direction:
+            continue
+        past = p.bar >= threshold if direction == ">=" else p.bar <= threshold if direction == "<=" else False
+        if past:
+            raise ValueError(f"{claim_id}: premise {p.name!r} bar {direction} {_fmt(p.bar)} lies past the claim's "
+                             f"own threshold {_fmt(threshold)}: a satisfied premise would decide the claim")
+
+
+def _notes(t: Terms) -> list[str]:
+    """What the interval is, the premises, the search, the hardware and the definition, in words."""
+    out = []
+    if t.interval == "spread":
+        out.append("the interval is the spread over configurations, not run-to-run noise")
+    elif t.interval.startswith("exact"):
+        out.append(f"zero-width or exact interval: {t.interval.partition(':')[2].strip() or 'exact by construction'}")
+    elif t.interval == "binomial":
+        out.append("exact binomial (Clopper-Pearson) 95% interval")
+    elif t.interval:
+        out.append(f"interval: {t.interval}")
+    if t.quality:
+        out.append(f"a load-independent quantity ({t.quality}): a busy machine does not touch it")
+    elif t.timed and t.clusters is not None:
+        out.append(f"the interval resamples {t.clusters} fresh process{'es' if t.clusters != 1 else ''}")
+    if t.premises:
+        out.append("; ".join(p.text() for p in t.premises))
+    if t.search is not None:
+        out.append(f"search {t.search.text()}")
+    if t.definition is not None:
+        out.append(f"definition: {t.definition.text()}")
+    return out
+
+
+def _target_words(t: Terms, verdict: str, target: float | None) -> str:
+    """The harness's own threshold on the same measurement, judged only where the paper's could be."""
+    if target is None or verdict in (NEEDS_HARDWARE, OUT_OF_REACH) or t.circular:
+        return ""
+    if verdict == INCONCLUSIVE and (any(p.holds is None for p in t.premises) or _few(t) or t.one_run):
+        return f"; the harness's target {t.direction} {_fmt(target)}: {INCONCLUSIVE} for the same reason"
+    tv = judge(t.lo, t.hi, target, t.direction if t.direction != WITHIN else ">=")
+    tv = f"{tv} on a quiet machine, {INCONCLUSIVE} here" if t.machine_busy and tv != INCONCLUSIVE else tv
+    return f"; the harness's target {t.direction} {_fmt(target)}: {tv}"
+
+
+def _few(t: Terms) -> bool:
+    return t.timed and (t.clusters is None or t.clusters < MIN_PROCESSES)
+
+
+def _decide(t: Terms) -> tuple[str, str]:
+    """(verdict, why) in the order a referee would ask: was it measured, is it set by the paper, did it run
+    on the hardware it needs, is it the paper's quantity, do the premises hold, did the search converge,
+    was the fitted value observed, is the interval evidence (enough processes, not zero-width), then the
+    interval against the threshold, then the busy machine."""
+    for check in (_measured, _fixed, _hardware, _same_quantity, _premised, _searched, _observed, _evidence):
+        out = check(t)
+        if out is not None:
+            return out
+    verdict = judge(t.lo, t.hi, t.threshold, t.direction, t.band_high)
+    because = why(verdict, t.lo, t.hi, t.threshold, t.direction, t.band_high)
+    if t.machine_busy and verdict in (REPRODUCED, NOT_REPRODUCED):
         because = (f"{INCONCLUSIVE}: the machine stayed busy during the step after its waits and reruns; on a "
                    f"quiet machine the interval would read {because}")
         verdict = INCONCLUSIVE
     return verdict, because
 
 
+def _measured(t: Terms):
+    return (NEEDS_HARDWARE, "") if t.source in ("modelled", "not_run") else None
+
+
+def _fixed(t: Terms):
+    if not t.circular:
+        return None
+    return NEEDS_HARDWARE, (f"{NEEDS_HARDWARE}: a sanity check, not judged: our value is set by numbers taken "
+                            f"from the paper ({t.circular}){t.would()}")
+
+
+def _hardware(t: Terms):
+    if not t.missing:
+        return None
+    where = t.ran_on or ("an emulated or modelled stand-in" if t.source != "measured" else "this machine's CPU")
+    judged = f"; judged on {t.judged_on}" if t.judged_on else ""
+    return NEEDS_HARDWARE, (f"{NEEDS_HARDWARE}: the claim's mechanism needs {fidelity.words(t.missing)}, and these "
+                            f"records ran on {where}; a stand-in is drawn beside the claim, never judges it"
+                            f"{judged}{t.would()}")
+
+
+def _same_quantity(t: Terms):
+    if t.definition is None or t.definition.same:
+        return None
+    return INCONCLUSIVE, (f"{INCONCLUSIVE}: not judged: our quantity is not the one the paper defines "
+                          f"({t.definition.text()}){t.would()}")
+
+
+def _premised(t: Terms):
+    failed = [p for p in t.premises if p.holds is False]
+    if failed:
+        v = NEEDS_HARDWARE if any(p.kind == "hardware" for p in failed) else OUT_OF_REACH
+        return v, f"{v}: the paper states the claim under {', '.join(repr(p.name) for p in failed)}, which fails here"
+    unknown = [p for p in t.premises if p.holds is None]
+    if unknown:
+        return INCONCLUSIVE, (f"{INCONCLUSIVE}: premise {', '.join(repr(p.name) for p in unknown)} undecided "
+                              f"(not measured, one reading, too few processes, or its interval straddles its bar)")
+    return None
+
+
+def _searched(t: Terms):
+    if t.search is None or t.search.bracketed:
+        return None
+    return INCONCLUSIVE, f"{INCONCLUSIVE}: the search did not converge ({t.search.text()})"
+
+
+def _observed(t: Terms):
+    if t.observed is None:
+        return None
+    a, b = t.observed
+    if not any(map(_nan, (t.ours, t.lo, t.hi))) and a <= min(t.ours, t.lo) and max(t.ours, t.hi) <= b:
+        return None
+    return OUT_OF_REACH, (f"{OUT_OF_REACH}: the fitted value {_fmt(t.ours)} [{_fmt(t.lo)}, {_fmt(t.hi)}] is not "
+                          f"inside the measured range [{_fmt(a)}, {_fmt(b)}], so it is extrapolated, not observed")
+
+
+def _evidence(t: Terms):
+    """Is the interval evidence: a threshold, more than one run, enough fresh processes, a width."""
+    if t.threshold is None:
+        raise ValueError(f"{t.claim_id}: a measured claim needs a threshold or an explicit verdict")
+    if t.one_run:
+        return INCONCLUSIVE, (f"{INCONCLUSIVE}: the interval comes from one run ({t.one_run}), so it holds no "
+                              f"run-to-run noise and decides nothing{t.would()}")
+    if _few(t):
+        n = "an unstated number of" if t.clusters is None else str(t.clusters)
+        return INCONCLUSIVE, (f"{INCONCLUSIVE}: the interval resamples {n} fresh processes, fewer than the "
+                              f"{MIN_PROCESSES} an interval between runs needs{t.would()}")
+    if _zero_width(t.lo, t.hi) and not t.interval.startswith("exact"):
+        return INCONCLUSIVE, (f"{INCONCLUSIVE}: the interval [{_fmt(t.lo)}, {_fmt(t.hi)}] has zero width with no "
+                              f"reason it is exact (one value, or identical values resampled): no evidence{t.would()}")
+    return None
+
+
 def _f(x) -> float | None:
     return None if _nan(x) else float(x)
-
-
-def _resampled(stat: Callable, a: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    """``stat`` of ``n_boot`` resamples of ``a``: one vectorised call when ``stat`` takes ``axis``."""
-    idx = rng.integers(0, a.size, (n_boot, a.size))
-    try:
-        return np.asarray(stat(a[idx], axis=1), dtype=float)
-    except TypeError:
-        return np.array([stat(a[i]) for i in idx], dtype=float)
-
-
-def process_of(rows: pd.DataFrame) -> np.ndarray:
-    """The fresh process of each row (``process``, :mod:`bench.core.measuring.step`); 0 where the step ran in one."""
-    return rows["process"].to_numpy() if "process" in rows else np.zeros(len(rows), dtype=int)
-
-
-def n_processes(rows: pd.DataFrame) -> int:
-    """How many fresh processes the rows name (``process``; rows without one, or none named, count as one)."""
-    return max(1, int(rows["process"].nunique())) if "process" in rows else 1
-
-
-def processes_text(rows: pd.DataFrame) -> str:
-    """How many fresh processes the rows came from, for a reason."""
-    n = len(np.unique(process_of(rows)))
-    return f"{n} fresh processes, resampled first" if n > 1 else "one process"
-
-
-def _hierarchical(stat: Callable, a: np.ndarray, groups: np.ndarray, n_boot: int,
-                  rng: np.random.Generator) -> np.ndarray:
-    """``stat`` of ``n_boot`` two-level resamples: the processes (``groups``) with replacement, then the
-    values within each chosen process; so the spread between processes is in the interval."""
-    parts = [a[groups == g] for g in np.unique(groups)]
-    out = np.empty(n_boot)
-    for b in range(n_boot):
-        picked = [parts[i] for i in rng.integers(0, len(parts), len(parts))]
-        out[b] = stat(np.concatenate([x[rng.integers(0, x.size, x.size)] for x in picked]))
-    return out
-
-
-def _sample(values, groups) -> tuple[np.ndarray, np.ndarray | None]:
-    """Values without NaN, and their groups where there are two or more."""
-    a = np.asarray(values, dtype=float)
-    g = None if groups is None else np.asarray(groups)
-    keep = ~np.isnan(a)
-    a, g = a[keep], (None if g is None else g[keep])
-    return a, (g if g is not None and len(np.unique(g)) > 1 else None)
-
-
-def _boots(stat, a, g, n_boot, rng) -> np.ndarray:
-    return _resampled(stat, a, n_boot, rng) if g is None else _hierarchical(stat, a, g, n_boot, rng)
-
-
-def bootstrap_ci(values: Sequence[float], stat: Callable = np.median, n_boot: int = 2000,
-                 level: float = 0.95, seed: int = 0, groups: Sequence | None = None) -> tuple[float, float, float]:
-    """(estimate, low, high): ``stat`` of ``values`` and its percentile-bootstrap interval. ``groups``: the
-    process of each value (a step repeated across processes, :mod:`bench.core.measuring.step`): processes are
-    resampled first, then values within them."""
-    a, g = _sample(values, groups)
-    if a.size == 0:
-        return float("nan"), float("nan"), float("nan")
-    est = float(stat(a))
-    if a.size == 1:
-        return est, est, est
-    rng = np.random.default_rng(seed)
-    boots = _boots(stat, a, g, n_boot, rng)
-    lo, hi = np.percentile(boots, [50 * (1 - level), 50 * (1 + level)])
-    return est, float(lo), float(hi)
-
-
-def ratio_ci(num: Sequence[float], den: Sequence[float], stat: Callable = np.median, n_boot: int = 2000,
-             level: float = 0.95, seed: int = 0,
-             groups: tuple[Sequence, Sequence] | None = None) -> tuple[float, float, float]:
-    """(estimate, low, high) of ``stat(num) / stat(den)``, resampling both samples independently
-    (``groups``: the process of each value of ``num`` and of ``den``, resampled first)."""
-    (a, ga), (b, gb) = (_sample(x, g) for x, g in zip((num, den), groups or (None, None)))
-    if a.size == 0 or b.size == 0:
-        return float("nan"), float("nan"), float("nan")
-    est = float(stat(a) / stat(b))
-    if a.size == 1 and b.size == 1:
-        return est, est, est
-    rng = np.random.default_rng(seed)
-    boots = _boots(stat, a, ga, n_boot, rng) / _boots(stat, b, gb, n_boot, rng)
-    lo, hi = np.percentile(boots, [50 * (1 - level), 50 * (1 + level)])
-    return est, float(lo), float(hi)
 
 
 def frame(rows: Iterable[Claim]) -> pd.DataFrame:
@@ -566,8 +631,45 @@ def to_markdown(df: pd.DataFrame, title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write(rows: Iterable[Claim], out: str | Path, provenance: dict) -> Path:
-    """A study's claims as a record set (``claims.parquet``) and a Markdown table (``claims.md``)."""
+def is_target(claim_id: str) -> bool:
+    """A harness target or implementation check (``target-``, ``check-``), not a paper's claim."""
+    return claim_id.startswith(("target-", "check-"))
+
+
+def check(rows: Sequence[Claim], reproduces_paper: bool = True) -> list[str]:
+    """What makes a study's rows unfit for the ledger, each in words (empty: fit): a paper claim that does not
+    quote the paper's definition of its quantity or declare the hardware its mechanism needs (``needs=()``
+    when a CPU is all it needs), and a target on the quantity of a paper row that drops one of that row's
+    premises (a target obeys the premises a paper row does)."""
+    bad = []
+    paper = [r for r in rows if reproduces_paper and not is_target(r.claim_id)]
+    for r in paper:
+        if not r.definition:
+            bad.append(f"{r.claim_id}: quotes no definition of its quantity (definition=Definition(...))")
+        if r.needs is None:
+            bad.append(f"{r.claim_id}: declares no hardware (needs=(...), () when a CPU is all it needs)")
+    by_quantity = {r.quantity: r for r in paper if r.quantity}
+    for r in rows:
+        src = by_quantity.get(r.quantity) if is_target(r.claim_id) and r.quantity else None
+        if src is None:
+            continue
+        lacking = sorted(_premise_names(src.premise) - _premise_names(r.premise))
+        if lacking:
+            bad.append(f"{r.claim_id}: a target on {src.claim_id}'s quantity without its premise(s) {lacking}")
+    return bad
+
+
+def _premise_names(text: str) -> set[str]:
+    return set(re.findall(r"premise '([^']+)'", text or ""))
+
+
+def write(rows: Iterable[Claim], out: str | Path, provenance: dict, reproduces_paper: bool = True) -> Path:
+    """A study's claims as a record set (``claims.parquet``) and a Markdown table (``claims.md``), after
+    :func:`check` (a row unfit for the ledger is a bug in the study: an error naming it)."""
+    rows = list(rows)
+    bad = check(rows, reproduces_paper)
+    if bad:
+        raise ValueError(f"{rows[0].study if rows else '?'} claims unfit for the ledger: " + "; ".join(bad))
     df = frame(rows)
     out = Path(out)
     study = df.study.iloc[0]

@@ -4,7 +4,12 @@
 - warm-up runs executed, timed and reported separately, never mixed into the measured runs;
 - repeated runs summarised by median and spread (IQR, min, max);
 - explicit thread counts for faiss, torch and BLAS (both faiss and torch bring an OpenMP runtime);
-- CUDA synchronised before a timer stops when the measured code used the GPU.
+- CUDA synchronised before a timer stops when the measured code used the GPU;
+- others' share of the machine measured over each repeat's own window (:class:`bench.core.measuring.quiet.Span`):
+  a repeat that ran while others used the machine is run again after a short wait (bounded), and a repeat
+  set whose spread is too wide to be noise is flagged, as pyperf does (standard deviation above
+  :data:`UNSTABLE_CV` of the mean). What each :func:`repeat` saw is kept in :data:`LOG` for the step
+  skeleton to record (:func:`drain_log`).
 """
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..machine import devices
+from . import quiet
 
 _THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
@@ -85,33 +91,91 @@ class Timer:
         self.seconds = time.perf_counter() - self._t0
 
 
+UNSTABLE_CV = 0.10    # pyperf's warning: a standard deviation above 10% of the mean
+MIN_SPAN_S = 0.1      # a repeat shorter than this is too short for its own busy share (clock ticks of 10 ms)
+LOG: list[dict] = []  # one entry per repeat set run in this process (what the quiet check saw)
+
+
 @dataclasses.dataclass
 class Timings:
-    """Wall-clock seconds of the warm-up runs and of the measured runs of one configuration."""
+    """Wall-clock seconds of the warm-up runs and of the measured runs of one configuration, with others'
+    share of the machine over each measured run and whether it stayed busy after its rerun."""
 
     warmup: list[float]
     runs: list[float]
     results: list[Any] = dataclasses.field(default_factory=list, repr=False)
+    others: list[float] = dataclasses.field(default_factory=list)
+    busy: list[bool] = dataclasses.field(default_factory=list)
+    reruns: int = 0
+
+    @property
+    def cv(self) -> float:
+        """Standard deviation over mean of the measured runs (nan below three runs)."""
+        a = np.asarray(self.runs, dtype=float)
+        return float(a.std(ddof=1) / a.mean()) if a.size >= 3 and a.mean() > 0 else float("nan")
+
+    @property
+    def unstable(self) -> bool:
+        """The spread is too wide to be noise (pyperf's rule): flagged, never hidden."""
+        return self.cv > UNSTABLE_CV
+
+
+def _one(fn: Callable[[], Any], cuda: bool) -> tuple[float, Any, quiet.Span]:
+    with quiet.Span() as span:
+        with Timer(cuda=cuda) as t:
+            out = fn()
+    return t.seconds, out, span
 
 
 def repeat(fn: Callable[[], Any], repeats: int, warmup: int = 1, cuda: bool = False,
            keep_results: bool = False) -> Timings:
-    """Run ``fn`` ``warmup`` times (timed, reported apart) then ``repeats`` measured times."""
+    """Run ``fn`` ``warmup`` times (timed, reported apart) then ``repeats`` measured times. Each measured run
+    is watched on its own window: one that ran while others used more than :data:`quiet.BUSY_SHARE` of the
+    machine is run again after a bounded wait (up to :data:`quiet.RERUNS` times); runs too short for a
+    window of their own are judged together. What it saw goes to :data:`LOG`."""
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
     if warmup < 0:
         raise ValueError(f"warmup must be >= 0, got {warmup}")
-    warm, runs, results = [], [], []
-    for i in range(warmup + repeats):
-        with Timer(cuda=cuda) as t:
-            out = fn()
-        if i < warmup:
-            warm.append(t.seconds)
-        else:
-            runs.append(t.seconds)
-            if keep_results:
-                results.append(out)
-    return Timings(warmup=warm, runs=runs, results=results)
+    warm = [_one(fn, cuda)[0] for _ in range(warmup)]
+    out = Timings(warmup=warm, runs=[])
+    for _ in range(repeats):
+        for attempt in range(quiet.RERUNS + 1):
+            s, res, span = _one(fn, cuda)
+            busy = span.busy and span.wall_s >= MIN_SPAN_S
+            if not busy or attempt == quiet.RERUNS:
+                break
+            out.reruns += 1
+            quiet.wait_until_quiet(bound_s=quiet.REPEAT_WAIT_S)
+        out.runs.append(s)
+        out.others.append(span.others_share)
+        out.busy.append(busy)
+        if keep_results:
+            out.results.append(res)
+    _short_runs_together(out)
+    LOG.append({"repeats": repeats, "reruns": out.reruns, "still_busy": int(sum(out.busy)),
+                "others_share_max": max(out.others) if out.others else None,
+                "cv": None if out.cv != out.cv else round(out.cv, 4), "unstable": out.unstable})
+    return out
+
+
+def _short_runs_together(t: Timings) -> None:
+    """Runs too short for their own window count as busy when others' share over all of them is."""
+    short = [i for i, s in enumerate(t.runs) if s < MIN_SPAN_S]
+    total = sum(t.runs[i] for i in short)
+    if not short or total < MIN_SPAN_S:
+        return
+    share = sum(t.others[i] * t.runs[i] for i in short) / total
+    if share > quiet.BUSY_SHARE:
+        for i in short:
+            t.busy[i] = True
+
+
+def drain_log() -> list[dict]:
+    """What every :func:`repeat` in this process saw since the last call, and forget it."""
+    out = list(LOG)
+    LOG.clear()
+    return out
 
 
 def summarize(values: Sequence[float]) -> dict[str, float]:

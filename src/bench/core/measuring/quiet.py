@@ -23,6 +23,7 @@ WINDOW_S = 0.3
 WAIT_BOUND_S = 20.0   # the longest wait for a quiet machine before a step (or a rerun)
 RERUNS = 1            # reruns of a busy repeat (a fresh process, or a short whole step)
 RERUN_MAX_S = 90.0    # a whole step (not split over processes) is rerun only when it took at most this
+REPEAT_WAIT_S = 5.0   # the longest wait for a quiet machine before one repeat is run again
 
 
 def _cpu_times() -> tuple[float, float]:

@@ -10,7 +10,7 @@ Repeats across processes (verdicts that hold between runs). A step declared with
 ``processes=True`` (:func:`bench.core.declaring.study.step`) can split its measured repeats: with
 ``ctx.processes = P > 1`` it runs ``P`` times, each in a fresh interpreter (``spawn``), one after another,
 each doing :meth:`Context.share` of its repeats; the rows carry a ``process`` column. An interval drawn
-over processes (:func:`bench.core.judging.claims.bootstrap_ci` with ``groups``) then covers what differs between
+over processes (:func:`bench.core.judging.intervals.bootstrap_ci` with ``groups``) then covers what differs between
 two runs (page cache and heap layout, thread pools, a noisy neighbour), not only the noise within one.
 
 Measured again, not flagged: before the step the skeleton waits, with a bound, until the machine
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import multiprocessing
+import uuid
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -94,7 +95,16 @@ class Result:
 
 def _in_process(ctx: Context, step: Callable[[Context], Result]) -> Result:
     measure.set_threads(ctx.threads)
-    return step(ctx)
+    return _logged(ctx, step)
+
+
+def _logged(ctx: Context, step: Callable[[Context], Result]) -> Result:
+    """``step(ctx)`` with what its repeat sets saw (:func:`bench.core.measuring.measure.repeat`: others'
+    share over each repeat's window, reruns, repeats still busy, sets too spread to be noise) in its
+    provenance as ``repeat_sets``."""
+    measure.drain_log()
+    res = step(ctx)
+    return dataclasses.replace(res, provenance={**res.provenance, "repeat_sets": measure.drain_log()})
 
 
 def _attempts(run: Callable[[], Result], rerun_ok: Callable[[float], bool]) -> tuple[Result, dict]:
@@ -106,11 +116,17 @@ def _attempts(run: Callable[[], Result], rerun_ok: Callable[[float], bool]) -> t
             log["attempts"][-1]["wait_before_rerun"] = quiet.wait_until_quiet()
         with quiet.Span() as span:
             res = run()
-        log["attempts"].append(span.record())
-        if not span.busy or attempt == quiet.RERUNS or not rerun_ok(span.wall_s):
+        sets = getattr(res, "provenance", {}).get("repeat_sets", [])
+        record = {**span.record(), "repeats_still_busy": sum(s["still_busy"] for s in sets),
+                  "repeats_rerun": sum(s["reruns"] for s in sets),
+                  "unstable_sets": sum(bool(s["unstable"]) for s in sets)}
+        record["busy"] = bool(record["busy"] or record["repeats_still_busy"])
+        log["attempts"].append(record)
+        if not record["busy"] or attempt == quiet.RERUNS or not rerun_ok(span.wall_s):
             break
-    log.update(reruns=len(log["attempts"]) - 1, busy=log["attempts"][-1]["busy"],
-               others_share=log["attempts"][-1]["others_share"])
+    last = log["attempts"][-1]
+    log.update(reruns=len(log["attempts"]) - 1, busy=last["busy"], others_share=last["others_share"],
+               unstable=last["unstable_sets"] > 0)
     return res, log
 
 
@@ -124,7 +140,10 @@ def _one_process(ctx: Context, step: Callable[[Context], Result], i: int) -> tup
 
 
 def _tag(res: Result, log: dict, **cols) -> pd.DataFrame:
+    """The rows with what the quiet check saw and ``process_uid``: the fresh process they came from, unique
+    across steps, datasets and runs (intervals cluster by it: :func:`bench.core.judging.intervals.process_of`)."""
     return res.records.assign(machine_busy=log["busy"], reruns=log["reruns"], others_share=log["others_share"],
+                              repeats_unstable=log.get("unstable", False), process_uid=uuid.uuid4().hex[:16],
                               **cols)
 
 
@@ -178,7 +197,7 @@ def execute(ctx: Context, step: Callable[[Context], Result]) -> Path:
         res, log = _processes(ctx, step)
         df = res.records.copy()
     else:
-        res, log = _attempts(lambda: step(dataclasses.replace(ctx, processes=1)),
+        res, log = _attempts(lambda: _logged(dataclasses.replace(ctx, processes=1), step),
                              lambda s: timed and s <= quiet.RERUN_MAX_S)
         if not timed:   # what others ran beside it changes nothing in its rows
             log.update(busy=False, untimed=True)
@@ -195,9 +214,13 @@ def execute(ctx: Context, step: Callable[[Context], Result]) -> Path:
                  "quiet_check": {"before": before, "after": after, "busy": busy, "repeats": log,
                                  "threshold_busy_share": quiet.BUSY_SHARE, "wait_bound_s": quiet.WAIT_BOUND_S,
                                  "reruns_bound": quiet.RERUNS,
-                                 "how": "waited for a quiet machine before the step; each repeat's others' "
-                                        "share of the CPU measured while it ran; a busy repeat run again "
-                                        "after another wait (bounded); machine_busy: still busy after that"
+                                 "how": "waited for a quiet machine before the step; others' share of the CPU "
+                                        "measured over each timed repeat's own window (bench.core.measuring."
+                                        "measure.repeat) and over each fresh process; a busy repeat run again "
+                                        "after a short wait, a busy process or short step after another wait "
+                                        "(bounded); machine_busy: still busy after that; repeats_unstable: a "
+                                        "repeat set whose standard deviation exceeds "
+                                        f"{measure.UNSTABLE_CV:.0%} of its mean (pyperf's rule)"
                                  if timed else "the step times nothing (modelled or simulated rows): no wait "
                                  "for a quiet machine and no rerun; others' share of the CPU recorded only"}})
     prov.update(res.provenance)

@@ -7,6 +7,8 @@ from pathlib import Path
 import pandas as pd
 
 from ...core.judging import claims as core_claims
+
+from ...core.judging import intervals
 from ...core.presenting import plotting
 from ...core.presenting.figures import figure
 from .. import analysis as A
@@ -66,7 +68,7 @@ def _tput_cells(df, st, cfgs, loaders):
         for l in loaders:
             v = A.tput(st, parallel=cfg[0], replicas=cfg[1], loader=l)
             if v.size:
-                cells[(cfg, l)] = core_claims.bootstrap_ci(v, n_boot=D.N_BOOT)
+                cells[(cfg, l)] = intervals.bootstrap_ci(v, n_boot=D.N_BOOT)
     for cfg in cfgs:
         for l in loaders:
             if A.oom(df, cfg, l):
@@ -82,7 +84,7 @@ def _rel_cells(st, cfgs, loaders):
         for l in loaders:
             v = A.tput(st, parallel=cfg[0], replicas=cfg[1], loader=l)
             if v.size and base.size:
-                e, lo, hi = core_claims.ratio_ci(v, base, n_boot=D.N_BOOT)
+                e, lo, hi = intervals.ratio_ci(v, base, n_boot=D.N_BOOT)
                 rel[(cfg, l)] = (100 * (e - 1), 100 * (lo - 1), 100 * (hi - 1))
     return rel
 
@@ -192,7 +194,7 @@ def _duplication(df, many, loaders):
         for l in loaders:
             num, den = A.mem(df, A.run_id(l, *cfg)), A.mem(df, A.run_id(l, cfg[0], 1))
             if num.size and den.size:
-                vals[(cfg, l)] = core_claims.ratio_ci(num, den, n_boot=D.N_BOOT)
+                vals[(cfg, l)] = intervals.ratio_ci(num, den, n_boot=D.N_BOOT)
             elif A.oom(df, cfg, l):
                 vals[(cfg, l)] = "OOM"
     return vals

@@ -8,6 +8,8 @@ from pathlib import Path
 import pandas as pd
 
 from ...core.judging import claims as core_claims
+
+from ...core.judging import intervals
 from ...core.presenting import plotting
 from ...core.presenting.figures import figure
 from .. import analysis as A
@@ -55,13 +57,13 @@ def _option_cells(df):
         if rows.empty or rows.iloc[0].status != "ok" or not v.size:
             notes[rid] = str(rows.iloc[0].get("why") or rows.iloc[0].status) if len(rows) else _unrun_why(df)
             continue
-        cells[rid] = core_claims.bootstrap_ci(v, n_boot=D.N_BOOT)
+        cells[rid] = intervals.bootstrap_ci(v, n_boot=D.N_BOOT)
         if base.size:
-            e, lo, hi = core_claims.ratio_ci(v, base, n_boot=D.N_BOOT)
+            e, lo, hi = intervals.ratio_ci(v, base, n_boot=D.N_BOOT)
             rel[rid] = (100 * (e - 1), 100 * (lo - 1), 100 * (hi - 1))
         m = A.mem(df, rid)
         if m.size and base_mem.size:
-            mem[rid] = core_claims.ratio_ci(m, base_mem, n_boot=D.N_BOOT)
+            mem[rid] = intervals.ratio_ci(m, base_mem, n_boot=D.N_BOOT)
     return order, cells, rel, mem, notes, r.set_index("run_id")
 
 

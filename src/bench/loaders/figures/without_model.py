@@ -7,6 +7,8 @@ from pathlib import Path
 import pandas as pd
 
 from ...core.judging import claims as core_claims
+
+from ...core.judging import intervals
 from ...core.presenting import plotting
 from ...core.presenting.figures import figure
 from . import _draw as D
@@ -18,7 +20,7 @@ def loader_only_throughput(data: dict[str, pd.DataFrame], out_png: Path) -> list
     m = df[df.phase == "measured"]
     loaders, modes = list(dict.fromkeys(m.loader)), list(dict.fromkeys(m["mode"]))
     col = D.other_colors(modes)
-    vals = {(l, mo): core_claims.bootstrap_ci(g.samples_per_s, n_boot=D.N_BOOT)
+    vals = {(l, mo): intervals.bootstrap_ci(g.samples_per_s, n_boot=D.N_BOOT)
             for (l, mo), g in m.groupby(["loader", "mode"])}
     fig, (ax,) = plotting.start(1, w=7.5, h=4)
     for j, mo in enumerate(modes):  # points, not bars: a log axis has no zero for bars to start from

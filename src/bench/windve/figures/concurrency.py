@@ -10,6 +10,8 @@ import pandas as pd
 
 from ...core.judging import claims
 
+from ...core.judging import intervals
+
 from ...core.presenting import plotting
 from ...core.presenting.figures import figure
 from .. import analysis
@@ -79,7 +81,7 @@ def tables_1_2(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
 def _one_process_words(serv: pd.DataFrame) -> str:
     """What the error bars hold where every fine-tuning search ran in one service process (the ledger's rows
     on them decide nothing: no run-to-run noise), else ""."""
-    one = claims.n_processes(serv[serv.kind == "maxconc"]) == 1
+    one = intervals.n_processes(serv[serv.kind == "maxconc"]) == 1
     return ("every search ran in one service process, so the bars hold no run-to-run noise and "
             "the ledger decides nothing on them; ") if one else ""
 
