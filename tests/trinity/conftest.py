@@ -35,12 +35,12 @@ SMALL = {
     "workload": {"classes": [{"k": 10, "top_m": 16}, {"k": 10, "top_m": 32}],
                  "prefill_classes": [{"k": 10, "top_m": 32}], "decode_classes": [{"k": 10, "top_m": 16}]},
     "load": {"loads": [0.2, 0.6, 1.0], "duration_s": 0.3, "min_requests": 40, "repeats": 2,
-             "live_check": {"load": 0.5, "n_requests": 16}},
+             "live_check": {"n_requests": 16, "sched_duration_s": 0.2}},
     "scheduler": {"prefill_loads": [0.3, 0.8], "duration_s": 0.4, "repeats": 2, "control_ms": 50,
                   "sweep": {"load_frac": 0.8, "repeats": 1, "params": {"r_min": [0.1, 0.5], "delta_tokens": [8, 16]}}},
     "roofline": {"search_batches": [1, 2, 4, 8], "search_repeats": 2, "prefill_batches": [1, 2, 4],
                  "decode_batches": [1, 2, 4, 8], "prompt_tokens": 8, "decode_context": 8, "lm_repeats": 2,
-                 "peak_n": 128, "knee_boot": 10, "lm": {"d_model": 32, "layers": 1, "heads": 2, "vocab": 100},
+                 "peak_sizes": [64, 128], "knee_boot": 10, "lm": {"d_model": 32, "layers": 1, "heads": 2, "vocab": 100},
                  "max_doublings": 1, "sweep_budget_s": 2.0},
 }
 

@@ -48,9 +48,9 @@ def test_the_replay_keeps_a_full_engine_no_slower_per_slot_than_a_partly_full_on
     slots (one launch) would then take half the time per slot of 8, so a load sized by the full engine
     would not be that share of what the replay serves. With the calibration rounds, the one-launch cost is
     0.6 of the full engine's current level, as the rounds measured it side by side."""
-    stale = inputs._traced(_trace_rows(2e-3, 5e-4, rounds=False), 0)
+    stale = inputs.traced_of(_trace_rows(2e-3, 5e-4, rounds=False), 0)
     assert stale.times.median(1) / 4 <= 0.5 * stale.times.median(2) / 8      # the confound, without rounds
-    got = inputs._traced(_trace_rows(2e-3, 5e-4, rounds=True), 0)
+    got = inputs.traced_of(_trace_rows(2e-3, 5e-4, rounds=True), 0)
     assert got.t_full == pytest.approx(2e-3), "capacity is sized by the main pass's full extends"
     assert got.times.median(2) == pytest.approx(2e-3)
     assert got.times.median(1) == pytest.approx(0.6 * 2e-3)
@@ -68,4 +68,7 @@ def test_the_trace_times_every_launch_count_in_interleaved_rounds(study):
         assert rnd.active.iloc[0] == 1 and rnd.active.max() == 8
     model = inputs.load_trace_processes(study["records"]["trace"][0], 0)[0].times
     assert model.shape is not None and model.full == 2 and model.shape[2] == 1.0
-    assert 0 < model.shape[1] <= 1.5
+    # the shape is the rounds' own medians (their timing depends on the machine, so no bound on it here: on a
+    # busy machine one launch read 8.3x the full engine's median in one test run)
+    med = cal.groupby(cal.launches.astype(int)).dur_s.median()
+    assert model.shape[1] == pytest.approx(med[1] / med[2])

@@ -70,9 +70,11 @@ def test_later_processes_read_the_first_ones_batches(tmp_path):
     assert R._plan(ctx) == {"search": [1, 2, 4], "decode": [1, 2, 4, 8]}
 
 
-def _roof_records(knee_search: float, knee_other: float, proc_scale=(1.0, 1.0), runs: int = 3, seed: int = 0):
-    """Synthetic measured roofline rows of two fresh processes: search and decode on the paper's fit, each
-    process's curve shifted along X by ``proc_scale`` (run-to-run noise), small noise within a process."""
+def _roof_records(knee_search: float, knee_other: float, proc_scale=(1.0, 1.0, 1.0), runs: int = 3, seed: int = 0,
+                  device: str = "cuda"):
+    """Synthetic measured roofline rows of three fresh processes: search and decode on the paper's fit, each
+    process's curve shifted along X by ``proc_scale`` (run-to-run noise), small noise within a process; on
+    ``device`` (a CUDA GPU unless said: the saturation rows judge only a GPU's records)."""
     import pandas as pd
 
     rng = np.random.default_rng(seed)
@@ -83,13 +85,27 @@ def _roof_records(knee_search: float, knee_other: float, proc_scale=(1.0, 1.0), 
                 for r in range(runs):
                     u = roofline.u_model(x, 0.5, knee * sc / 0.5 ** (1 / 0.7), 0.7) * rng.uniform(0.98, 1.02)
                     rows.append({"stage": stage, "x": x, "phase": "measured", "repeat": r, "u": u, "process": pid,
-                                 "flattened": True, "last_gain": 0.0, "sweep_stopped": "flattened"})
+                                 "flattened": True, "last_gain": 0.0, "sweep_stopped": "flattened",
+                                 "device": device, "source": "measured"})
     return pd.DataFrame(rows)
 
 
+def _with_prefill(df):
+    import pandas as pd
+
+    return pd.concat([df, df[df.stage == "decode"].assign(stage="prefill")], ignore_index=True)
+
+
+def _rows(df) -> dict:
+    from bench.trinity import STUDY
+    from bench.trinity.verdicts import saturation
+
+    return {r.claim_id: r for r in saturation.roofline_rows(df, STUDY.parameters({}))}
+
+
 def test_knee_intervals_resample_fresh_processes_first():
-    """Issue 29 (honest intervals): the knee's bootstrap resamples the fresh processes first, so two processes
-    whose knees differ widen the interval, where resampling the runs of one process alone would not."""
+    """Honest intervals: the knee's bootstrap resamples the fresh processes first, so processes whose knees
+    differ widen the interval, where resampling the runs of one process alone would not."""
     from bench.trinity import analysis
 
     same = analysis.knees(_roof_records(100, 25, (1.0, 1.0)), 0, 60)
@@ -101,21 +117,31 @@ def test_knee_intervals_resample_fresh_processes_first():
 
 
 def test_knee_claims_name_the_processes_they_resample():
-    """The claim row's interval names the fresh processes it resampled; knees 20x apart reproduce the claim."""
-    import pandas as pd
-
-    from bench.trinity import STUDY
-    from bench.trinity.claims import _roofline_claims
-
-    p = STUDY.parameters({})
-    far = _roof_records(200, 10)
-    far = pd.concat([far, far[far.stage == "decode"].assign(stage="prefill")], ignore_index=True)
-    rows = {r.claim_id: r for r in _roofline_claims(far, p)}
-    row = rows["claim-saturation-search-vs-decode"]
-    assert "2 fresh processes (resampled first)" in row.interval
+    """The claim row's interval names the fresh processes it resampled; knees 20x apart on a GPU reproduce
+    the claim; one process decides nothing."""
+    far = _with_prefill(_roof_records(200, 10))
+    row = _rows(far)["claim-saturation-search-vs-decode"]
+    assert "3 fresh process(es) (resampled first)" in row.interval and row.clusters == 3
     assert row.verdict == "reproduced", row.reason
-    one = far[far.process == 0]
-    assert "no run-to-run repeat" in _roofline_claims(one, p)[1].interval
+    one = _rows(far[far.process == 0])["claim-saturation-search-vs-decode"]
+    assert "1 fresh process(es)" in one.interval and one.verdict == "inconclusive"
+
+
+def test_saturation_needs_a_gpu():
+    """Figure 1 is a GPU's utilisation: records from a CPU are a stand-in, drawn and never judged (core's
+    "needs hardware we lack", naming the profile that would judge it); the same records from CUDA are judged."""
+    from bench.core.judging import claims
+
+    cpu = _rows(_with_prefill(_roof_records(200, 10, device="cpu")))
+    for cid in ("claim-saturation-search-vs-prefill", "claim-saturation-search-vs-decode"):
+        row = cpu[cid]
+        assert row.verdict == claims.NEEDS_HARDWARE, row.reason
+        assert row.needs == "gpu" and row.ran_on == "" and "needs a CUDA GPU" in row.reason
+        assert "judged on profile gpu" in row.reason and "it would read reproduced" in row.reason
+        assert "section 2" in row.definition
+    gpu = _rows(_with_prefill(_roof_records(200, 10, device="cuda:0")))
+    assert gpu["claim-saturation-search-vs-decode"].verdict == claims.REPRODUCED
+    assert gpu["claim-saturation-search-vs-decode"].ran_on == "gpu"
 
 
 def _bent(df, gains: dict[int, float], stage: str = "search", x0: float = 512.0):
@@ -131,37 +157,33 @@ def _bent(df, gains: dict[int, float], stage: str = "search", x0: float = 512.0)
 
 
 def test_saturation_premise_is_judged_on_an_interval():
-    """Issue 29 (fitted quantities, enough repeats): 'search saturates inside the sweep' holds only where the
-    whole interval of its gain per doubling over the last two doublings lies below the bar (10%), fails where
-    it lies wholly above, and is undecided where it straddles: one process flat, the other rising 20%."""
-    from bench.trinity.claims import _flat_premise
+    """'search saturates inside the sweep' holds only where the whole interval of its gain per doubling over
+    the last two doublings lies below the bar (10%), fails where it lies wholly above, and is undecided where
+    it straddles: two processes flat, the third rising 30%."""
+    from bench.trinity import analysis
+    from bench.trinity.verdicts import saturation
 
     flat = _roof_records(200, 10)
-    cases = {"flat": (flat, True), "rising": (_bent(flat, {0: 0.3, 1: 0.3}), False),
-             "straddling": (_bent(flat, {1: 0.2}), None)}
+    cases = {"flat": (flat, True), "rising": (_bent(flat, {0: 0.3, 1: 0.3, 2: 0.3}), False),
+             "straddling": (_bent(flat, {2: 0.3}), None)}
     for what, (df, holds) in cases.items():
-        p = _flat_premise(df, "search", 0.1, 0.95)
+        s = analysis.saturations(df, 10)["search"]
+        p = saturation._premises(s, 0.1)[0]
         assert p.holds is holds, (what, p.evidence)
-        assert "2 fresh processes" in p.evidence and "batch 512 to 2048" in p.evidence and "+10%" in p.evidence
-    assert "straddles the bar" in _flat_premise(cases["straddling"][0], "search", 0.1, 0.95).evidence
+        assert "3 fresh processes" in p.evidence and "batch 512 to 2048" in p.evidence and "<= 0.1" in p.evidence
 
 
 def test_saturation_rows_follow_the_premise():
-    """The row over the premise: flat -> judged (reproduced, knees 20x apart), rising -> out of reach at this
-    scale, straddling -> inconclusive (never reproduced nor not reproduced on a point test near the bar)."""
-    import pandas as pd
-
+    """The row over the premise (on a GPU): flat -> judged (reproduced, knees 20x apart), rising -> out of
+    reach at this scale, straddling -> inconclusive (never reproduced nor not reproduced on a point test near
+    the bar)."""
     from bench.core.judging import claims
-    from bench.trinity import STUDY
-    from bench.trinity.claims import _roofline_claims
 
-    p = STUDY.parameters({})
-    far = _roof_records(200, 10)
-    far = pd.concat([far, far[far.stage == "decode"].assign(stage="prefill")], ignore_index=True)
-    want = {"flat": (far, claims.REPRODUCED), "rising": (_bent(far, {0: 0.3, 1: 0.3}), claims.OUT_OF_REACH),
-            "straddling": (_bent(far, {1: 0.2}), claims.INCONCLUSIVE)}
+    far = _with_prefill(_roof_records(200, 10))
+    want = {"flat": (far, claims.REPRODUCED), "rising": (_bent(far, {0: 0.3, 1: 0.3, 2: 0.3}), claims.OUT_OF_REACH),
+            "straddling": (_bent(far, {2: 0.3}), claims.INCONCLUSIVE)}
     for what, (df, verdict) in want.items():
-        row = {r.claim_id: r for r in _roofline_claims(df, p)}["claim-saturation-search-vs-decode"]
+        row = _rows(df)["claim-saturation-search-vs-decode"]
         assert row.verdict == verdict, (what, row.reason)
-    row = {r.claim_id: r for r in _roofline_claims(want["straddling"][0], p)}["claim-saturation-search-vs-decode"]
+    row = _rows(want["straddling"][0])["claim-saturation-search-vs-decode"]
     assert "'search saturates inside the sweep' undecided" in row.reason

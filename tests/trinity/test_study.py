@@ -22,8 +22,10 @@ def test_records_carry_source_and_phase(study):
         assert (hnswlib.source == "not_run").all() and hnswlib.why.str.contains("not installed").all()
     assert set(rec.phase) == {"warmup", "measured"}
     load = records.read(r["load"][0])
-    assert set(load[load.engine == "replay"].source) == {"emulated"}
-    assert set(load[load.engine == "live"].source) == {"measured"}
+    assert set(load.engine) == {"replay"} and set(load.source) == {"emulated"}
+    trace = records.read(r["trace"][0])
+    chk = trace[trace.row == "check"]
+    assert set(chk[chk.engine == "live"].source) == {"measured"} and set(chk[chk.engine == "replay"].source) == {"emulated"}
     assert (load.p95_s >= load.p50_s).all() and (load.lane_util <= 1).all()
     assert "simulated" in load.attrs["provenance"]["method"]
     assert (records.read(r["placement"][0]).source == "modelled").all()
@@ -34,11 +36,13 @@ def test_records_carry_source_and_phase(study):
 def test_claims_rows(study):
     rows = claims.build(records.read_kinds(study["records"]), study["typed"], "test")
     ids = {r.claim_id for r in rows}
-    assert {"target-vs-hnsw-tiny-sift", "target-lane-util-tiny-sift", "claim-independent-pool"} <= ids
+    assert {"target-vs-hnsw-tiny-sift", "target-lane-util-tiny-sift", "claim-independent-pool",
+            "claim-continuous-smooth-p95-tiny-sift", "check-replay-vs-live"} <= ids
     assert any(i.startswith("target-continuous-load-tiny-sift") for i in ids)
     assert all(r.verdict in core_claims.VERDICTS for r in rows)
     assert next(r for r in rows if r.claim_id == "claim-independent-pool").verdict == core_claims.NEEDS_HARDWARE
     core_claims.frame(rows)   # unique ids
+    assert core_claims.check(rows) == []   # every paper row quotes the paper's definition and declares its hardware
 
 
 def test_schema_defaults_and_bad_values():

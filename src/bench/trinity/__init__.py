@@ -13,5 +13,5 @@ from .params import Params
 STUDY = Study(name="trinity", cli="trinity",
               help="Trinity: continuous batching and stage-aware scheduling of graph search",
               params=Params, steps=Steps(f"{__name__}.steps"), figures=f"{__name__}.figures",
-              claims=f"{__name__}.claims",
+              claims=f"{__name__}.claims", synthetic=f"{__name__}.synthetic",
               title="Trinity: batching for graph vector search", short="Trinity", order=5)

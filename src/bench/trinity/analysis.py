@@ -5,9 +5,12 @@ batch sweep (whether it saturated inside the sweep, section 2's premise), and th
 bound (section 3.2's smoothing claim)."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 
+from ..core.judging import intervals
 from .system import roofline
 
 
@@ -70,10 +73,10 @@ def sustained(curve: pd.DataFrame, bound: float) -> float:
 
 
 def stage_process_runs(roof: pd.DataFrame) -> dict[str, dict[object, dict[float, np.ndarray]]]:
-    """Per stage, per fresh process (one process for records without ``process``), per batch X: the
+    """Per stage, per fresh process (:func:`bench.core.judging.intervals.process_of`), per batch X: the
     utilisation of every measured run (what a two-level bootstrap of the fit resamples)."""
     m = measured(roof)
-    proc = m["process"] if "process" in m else pd.Series(0, index=m.index)
+    proc = pd.Series(intervals.process_of(m), index=m.index)
     out: dict[str, dict[object, dict[float, np.ndarray]]] = {}
     for (stage, pid, x), g in m.groupby([m.stage, proc, m.x]):
         out.setdefault(stage, {}).setdefault(pid, {})[x] = g.u.to_numpy()
@@ -169,3 +172,111 @@ def _resampled_logratio(v: dict[float, np.ndarray], x_low: float, x_top: float, 
     """log(median u at x_top) - log(median u at x_low) of ``shape`` resamples of one process's timed runs."""
     med = {x: np.median(v[x][rng.integers(0, v[x].size, (*shape, v[x].size))], axis=-1) for x in (x_low, x_top)}
     return np.log(med[x_top]) - np.log(med[x_low])
+
+
+CHECK_KEYS = ("process_uid", "check", "arrival", "load_frac", "policy", "seed")
+
+
+def check_pairs(trace: pd.DataFrame) -> pd.DataFrame:
+    """The replay's check points (the trace step's ``row=check`` rows), the live engine and the replay of the
+    same process's trace side by side: one row per (fresh trace process, check, point, policy) with each
+    quantity as ``<q>_live`` and ``<q>_replay``."""
+    if "row" not in trace:
+        return pd.DataFrame()
+    c = trace[trace.row == "check"].copy()
+    if c.empty:
+        return pd.DataFrame()
+    if "process_uid" not in c:
+        c["process_uid"] = c["process"].astype(str) if "process" in c else "0"
+    c["arrival"] = c["arrival"].fillna("-")
+    keys = [k for k in CHECK_KEYS if k in c]
+    live, rep = (c[c.engine == e].drop(columns=["engine"]) for e in ("live", "replay"))
+    return live.merge(rep, on=keys, suffixes=("_live", "_replay"))
+
+
+def point_pairs(pairs: pd.DataFrame, check: str, arrival: str | None = None, load: float | None = None) -> pd.DataFrame:
+    """The check pairs of one check point: ``check`` ("load" or "sched"), the arrival process (where it
+    has a point of its own; else any), the point nearest ``load`` (where given)."""
+    if pairs.empty:
+        return pairs
+    g = pairs[pairs.check == check]
+    if arrival is not None and (g.arrival == arrival).any():
+        g = g[g.arrival == arrival]
+    if load is not None and len(g):
+        near = g.load_frac.iloc[(g.load_frac - load).abs().argmin()]
+        g = g[np.isclose(g.load_frac, near)]
+    if len(g) and g.arrival.nunique() > 1:   # one point: the first arrival process at that load
+        g = g[g.arrival == sorted(g.arrival.unique())[0]]
+    return g
+
+
+def per_process_error(g: pd.DataFrame, q: str, policy: str, versus: str | None = None,
+                      absolute: bool = False) -> pd.Series:
+    """The replay's error on quantity ``q`` in each fresh trace process: log(replay / live) of ``policy``'s
+    value, of its ratio to ``versus``'s where given (the error of a policy ratio, whose common part
+    cancels), or replay - live where ``absolute`` (a share)."""
+    def side(pol):
+        return g[g.policy == pol].set_index("process_uid")[[f"{q}_live", f"{q}_replay"]]
+    a = side(policy)
+    if absolute:
+        return (a[f"{q}_replay"] - a[f"{q}_live"]).dropna()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        e = np.log(a[f"{q}_replay"] / a[f"{q}_live"])
+        if versus is not None:
+            b = side(versus)
+            e = e - np.log(b[f"{q}_replay"] / b[f"{q}_live"])
+    return e.replace([np.inf, -np.inf], np.nan).dropna()
+
+
+@dataclasses.dataclass(frozen=True)
+class Saturation:
+    """What the records say about one stage's saturation (Figure 1), as the claims judge it and the figure
+    draws it: the fit, the knee (element 0) and its bootstrap refits, the knee's interval and whether it lies
+    inside the measured batches, and the gain per doubling at the end of the sweep with its interval over the
+    fresh processes."""
+
+    stage: str
+    fit: dict
+    knees: np.ndarray
+    knee: tuple[float, float, float]
+    x_min: float
+    x_max: float
+    gain: intervals.Estimate
+    x_low: float
+    x_top: float
+    stopped: str
+
+    @property
+    def u_max(self) -> float:
+        return float(self.fit["u_max"])
+
+    @property
+    def knee_inside(self) -> bool:
+        return bool(self.x_min <= min(self.knee[0], self.knee[1]) and max(self.knee[0], self.knee[2]) <= self.x_max)
+
+
+def _knee_interval(k: np.ndarray, level: float) -> tuple[float, float, float]:
+    ok = k[1:][np.isfinite(k[1:])]
+    lo, hi = np.percentile(ok, [50 * (1 - level), 50 * (1 + level)]) if ok.size else (k[0], k[0])
+    return float(k[0]), float(lo), float(hi)
+
+
+def _medians(g: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    med = g.groupby("x").u.median()
+    return med.index.to_numpy(float), med.to_numpy(float)
+
+
+def saturations(roof: pd.DataFrame, n_boot: int, level: float = FLAT_LEVEL, seed: int = 0) -> dict[str, Saturation]:
+    """Per stage, its :class:`Saturation` from the measured roofline runs."""
+    m = measured(roof)
+    ks = knees(m, seed, n_boot)
+    out = {}
+    for stage, g in m.groupby("stage"):
+        e = end_gain(m, stage, level)
+        stops = ", ".join(sorted(set(g.sweep_stopped.dropna().astype(str)))) if "sweep_stopped" in g else ""
+        out[stage] = Saturation(
+            stage, roofline.fit(*_medians(g)), ks[stage], _knee_interval(ks[stage], level),
+            float(g.x.min()), float(g.x.max()),
+            intervals.Estimate(e["est"], e["lo"], e["hi"], clusters=int(e["processes"]), level=level),
+            float(e["x_low"]), float(e["x_top"]), stops)
+    return out

@@ -110,9 +110,32 @@ class Burst:
 
 
 @dataclass(frozen=True)
+class LivePoint:
+    """One check point of the replay: an arrival process at an offered load (fraction of capacity)."""
+
+    arrival: str = key(enum=["poisson", "bursty"])
+    load: float = key(exclusive_minimum=0)
+
+
+@dataclass(frozen=True)
 class LiveCheck:
-    load: float = key(0.5, exclusive_minimum=0)
-    n_requests: int = key(200, minimum=0)
+    """The replay checked against the live engine: in each fresh process of the ``trace`` step, right after
+    it traces, the live engine serves these points and the replay of that process's trace serves the same
+    arrivals (the replay's error, which the serving rows' intervals carry)."""
+
+    points: tuple[LivePoint, ...] = key(
+        [{"arrival": "bursty", "load": 0.3}, {"arrival": "poisson", "load": 1.0}],
+        min_items=1,
+        description=("points served live with static and continuous batching: the smoothing claim's setting "
+                     "(bursty, load.claim_load) and a high load (lane utilisation, the busy claim)"),
+    )
+    n_requests: int = key(200, minimum=0, description="requests per live load point (0: no live check)")
+    sched_duration_s: float = key(
+        0.5,
+        minimum=0,
+        description=("emulated seconds of one live scheduler run (Trinity and FIFO at the judged load); 0: no "
+                     "live scheduler check"),
+    )
 
 
 @dataclass(frozen=True)
@@ -144,6 +167,12 @@ class Load:
         description="distance-op sizes for the what-if lane utilisation of the same extends",
     )
     target_util: float = key(0.9)
+    jitter_window: int = key(
+        50,
+        minimum=5,
+        description=("requests per window (in arrival order) of the smoothing statistic: the spread over a run's "
+                     "windows of each window's p50 and p95"),
+    )
     high_load: float = key(
         0.9,
         exclusive_minimum=0,
@@ -282,7 +311,13 @@ class Roofline:
     lm_warmup: int = key(1, minimum=0)
     lm_repeats: int = key(6, minimum=1, description="timed prefill passes / decode steps per batch, split over the "
                           "fresh processes (at least 3 each in tiny's 2, so a process's median is not one run)")
-    peak_n: int = key(512, minimum=64)
+    peak_sizes: tuple[int, ...] = key(
+        [64, 128, 256, 512, 1024],
+        min_items=1,
+        items={"minimum": 16},
+        description=("n of the n x n float32 GEMMs timed for the peak: the peak is the best of them (a GEMM's "
+                     "FLOP/s depends on its size and the caches)"),
+    )
     knee_boot: int = key(50, minimum=1, description="bootstrap resamples of the knee (refits) in the claims")
     knee_factor: float = key(
         2.0,

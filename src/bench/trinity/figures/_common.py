@@ -46,6 +46,23 @@ def system_style(name: str) -> dict:
     return {"color": plotting.COLORBLIND[c], "marker": m, "mfc": None if filled else "none"}
 
 
+WORDS = {"static": "static batching", "continuous": "continuous batching", "batch1": "batch 1",
+         "fifo": "FIFO (one queue)", "prefill_first": "prefill first (strict priority)",
+         "decode_first": "decode first (strict priority)", "fixed_r": "Trinity with a fixed r",
+         "trinity": "Trinity (control loop)", "faiss-hnsw": "faiss HNSW", "cuvs-cagra": "cuVS CAGRA",
+         "hnswlib": "hnswlib", "exact-cpu": "exact search (CPU)", "exact-cuda": "exact search (GPU)",
+         "search": "vector search (extend engine)", "prefill": "prefill (LLM)", "decode": "decode (LLM)"}
+
+
+def words(name: str) -> str:
+    """A policy, system or stage in words for a legend (never its id): ``engine-<policy>[-pN]`` is the
+    extend engine under that batching policy with N parents per extend."""
+    if name.startswith("engine-"):
+        base, _, p = name.removeprefix("engine-").partition("-p")
+        return f"extend engine, {WORDS.get(base, base)}" + (f", {p} parents per extend" if p else "")
+    return WORDS.get(name, name.replace("_", " ").replace("-", " "))
+
+
 def policy_colors(names) -> dict:
     """Policy name -> colour (see :func:`policy_style`)."""
     return {n: policy_style(n)["color"] for n in names}

@@ -30,7 +30,7 @@ def fig2_placement(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
             ax.plot(g.load_x_device, y, marker="o", color=col[name],
                     label=plotting.label_source(NAMES.get(name, name.replace("_", " ")), "modelled"))
         for r in over[over[colname].isna()].itertuples():   # overloaded, so no value here: say so where it would be
-            ax.plot(r.load_x_device, 0, marker="x", ms=9, mew=2, color=col[r.placement], ls="none",
+            ax.plot(r.load_x_device, 0.04, marker="x", ms=9, mew=2, color=col[r.placement], ls="none",
                     transform=ax.get_xaxis_transform(), clip_on=False, label="overloaded at this load (no value)")
         ax.set(xscale="log", xlabel="retrievals/s (x one device's throughput at its knee)", title=title)
         ticks = sorted(df.load_x_device.round(3).unique())
@@ -39,6 +39,8 @@ def fig2_placement(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     plotting.legend_below(fig, ncol=3)
     cap = ("Figure 2 of Trinity as an analytic model (modelled, not measured): coupled (one search device per LLM "
            "server), co-located with prefill, and an independent pool sized at the knee of the measured search "
-           f"roofline. Assumptions: {df.assumptions.iloc[0]}. A cross on the x axis: the placement is overloaded at that "
+           f"roofline. Assumptions: {df.assumptions.iloc[0]}. The paper fixes one search GPU per LLM node (Figure 2a); "
+           f"the cluster ({df.cluster.iloc[0] if 'cluster' in df else 'see the method'}) is ours, the paper states none. Utilisation is the Figure 1 fit on this machine's "
+           "device (a CPU stand-in where no GPU ran). A cross just above the x axis: the placement is overloaded at that "
            "load, so it has no value there. " + NO_PAPER)
     return plotting.save(fig, out_png, cap)

@@ -11,7 +11,8 @@ import pandas as pd
 from ...core.presenting import plotting
 from ...core.presenting.figures import figure
 from .. import analysis
-from ._common import NO_PAPER, policy_colors, policy_style
+from ..verdicts import paper
+from ._common import NO_PAPER, policy_colors, policy_style, words
 
 TARGET = 0.99   # the share of prefill retrievals within the deadline the scheduler aims at
 _EPS = 1e-3
@@ -41,10 +42,33 @@ def _policy_medians(ax, df, x, c, col, scale=1.0, label=True) -> None:
         st = policy_style(pol)
         ax.errorbar(s.index + dx, s["median"], yerr=[s["median"] - s["min"], s["max"] - s["median"]],
                     marker=st["marker"], ms=6, mew=1.5, mfc=st["mfc"], capsize=2, color=col.get(pol, st["color"]),
-                    label=plotting.label_source(pol, "emulated") if label else None)
+                    label=plotting.label_source(words(pol), "emulated") if label else None)
 
 
-@figure("scheduler", records=("sched",), title="stage-aware scheduling against baselines",
+def _judged(runs: pd.DataFrame, pairs: pd.DataFrame, axes) -> str:
+    """The load the scheduler rows are judged at, marked in each panel, and what they read there (the same
+    estimates as the ledger: :func:`..verdicts.scheduling.estimates`)."""
+    from ..verdicts import scheduling
+
+    load = runs.judged_load.iloc[0] if "judged_load" in runs else None
+    if load is None or pd.isna(load):
+        return "No listed load overloads the engine: the scheduler rows have no setting."
+    at = runs[np.isclose(runs.load_frac, load)]
+    tri, ff = at[at.policy == "trinity"], at[at.policy == "fifo"]
+    if tri.empty or ff.empty:
+        return "Trinity and FIFO were not both run at the judged load."
+    total = float(at.total_load.iloc[0])
+    for ax in axes[:4]:
+        ax.axvline(total, color="0.75", lw=6, zorder=0, label="the load the ledger judges")
+    est = scheduling.estimates(tri, ff, pairs)
+    txt = {k: f"{e[0]:.3g} [{e[1]:.3g}, {e[2]:.3g}]" for k, (e, _, _) in est.items()}
+    return (f"At the judged load (total {total:.2f} x capacity, grey band) the ledger reads, each interval over the "
+            f"fresh trace processes and widened by the replay's error against the live engine: Trinity within the "
+            f"deadline {txt['share']}, FIFO {txt['fifo_share']}; decode stall Trinity / FIFO {txt['stall']}; decode "
+            f"tokens/s Trinity / FIFO {txt['tokens']}.")
+
+
+@figure("scheduler", records=("sched", "trace"), title="stage-aware scheduling against baselines",
         claims=("claim-sched-ttft-without-starving", "target-sched-deadline", "target-sched-stall"))
 def scheduler_fig(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     df = data["sched"]
@@ -60,21 +84,23 @@ def scheduler_fig(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
         ax.set(xlabel="offered load (prefill + decode, x capacity)", title=title)
     axes[0].axhline(runs.deadline_s.iloc[0] * 1e3, color="0.5", ls="--", lw=1, zorder=1,
                     label="deadline L_pre,max (p95 wait panel)")
+    judged = _judged(runs, analysis.check_pairs(data["trace"]), axes)
     _nines(axes[1], "share panel")
     plotting.legend_below(fig, ncol=4)
     if len(ctl):
         _control_panel(axes[4], axes[5], ctl[ctl.repeat == 0])
     else:
-        plotting.not_run(axes[4], "trinity policy not in the profile")
+        plotting.not_run(axes[4], "Trinity's policy not in the profile")
     cap = ("Prefill retrievals (open loop, deadline L_pre,max, dashed in the first panel) and decode streams (a "
            "retrieval every delta tokens, stalled until it returns) through one FIFO queue, strict prefill or decode "
-           "priority, Trinity with a fixed r, and Trinity with its control loop. Emulated LLM stages over a replay "
-           "of real searches with measured extend times; median over seeds, bars min-max; each policy has its own marker and a small "
-           "sideways offset, so policies that coincide (fixed r and strict prefill priority often equal Trinity) stay "
-           "visible; the same colour and marker per policy as in the parameter sweep. Second panel: dotted, the 0.99 "
-           "target; its axis is stretched towards 1, so 0.9, 0.99 and 1 lie about evenly apart. Control-loop panel: "
-           "Trinity's prefill share r over time at each offered load (greys, light to dark with load; own markers; "
-           "loads whose r never differs drawn as one line, named after all of them). " + NO_PAPER)
+           "priority, Trinity with a fixed r, and Trinity with its control loop. The paper (section 3.3): \""
+           + paper.TTFT.paper + "\". Emulated LLM stages over a replay of real searches with measured extend "
+           "times; median over seeds, bars min-max; each policy has its own marker and a small sideways offset, so "
+           "policies that coincide stay visible; the same colour and marker per policy as in the parameter sweep. "
+           + judged + " Second panel: dotted, the 0.99 target; its axis is stretched towards 1, so 0.9, 0.99 and 1 "
+           "lie about evenly apart. Control-loop panel: Trinity's prefill share r over time at each offered load "
+           "(greys, light to dark with load; loads whose r never differs drawn as one line, named after all of "
+           "them). " + NO_PAPER)
     return plotting.save(fig, out_png, cap)
 
 
@@ -96,7 +122,7 @@ def _control_panel(ax, key_ax, ctl) -> None:
     for i, members in enumerate(series.values()):
         grey = str(round(0.65 - 0.65 * i / max(1, n - 1), 2))     # lighter to black with load
         # where lines of different loads still meet, the lighter one's smaller marker is drawn on top
-        kw = dict(color=grey, marker=LOAD_MARKERS[i % len(LOAD_MARKERS)], ms=6 + 3 * i, mew=1.2, lw=1.5,
+        kw = dict(color=grey, marker=LOAD_MARKERS[i % len(LOAD_MARKERS)], ms=5 + 1.5 * i, mew=1.2, lw=1.5,
                   zorder=3 + n - i)
         g = members[0][1]     # their readings' times differ by about a millisecond
         ax.plot(g.t_s, g.r, label=f"_r at loads {[m[0] for m in members]}", **kw)

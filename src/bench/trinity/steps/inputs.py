@@ -136,6 +136,7 @@ class Traced:
     dataset: str
     slot_lanes: int | None = None    # p x D lanes per busy slot (records without it: launches from the tasks)
     fixed: bool = False              # the traced engine ran every launch of its fixed shape (a CUDA graph)
+    uid: str = ""                    # the fresh trace process it came from (its process_uid, else its number)
 
     def extends(self, classes: list[RequestClass]) -> float:
         w = np.array([c.weight for c in classes])
@@ -156,8 +157,9 @@ class Traced:
         return event_loop.launches_for(busy, fill, lanes, self.slot_lanes, self.capacity, self.fixed)
 
 
-def _traced(df: pd.DataFrame, seed: int) -> Traced:
-    """The replay model of one fresh trace process's records."""
+def traced_of(df: pd.DataFrame, seed: int) -> Traced:
+    """The replay model of one fresh trace process's records (the trace step's own rows, before it writes
+    them, for its live check)."""
     m = df[df.phase == "measured"]
     req, ext = m[m.row == "request"], m[m.row == "extend"]
     traces = {(int(r.qidx), int(r.top_m)): event_loop.Trace(np.asarray(r.steps, dtype=int), np.asarray(r.ids))
@@ -171,7 +173,16 @@ def _traced(df: pd.DataFrame, seed: int) -> Traced:
                   {(int(r.qidx), int(r.top_m)): float(getattr(r, rcol)) for r in req.itertuples()},
                   float((full if len(full) else ext).dur_s.mean()), int(req.qidx.max()) + 1, str(df.dataset.iloc[0]),
                   int(df.slot_lanes.iloc[0]) if "slot_lanes" in df else None,
-                  bool(df.fixed_shape.iloc[0]) if "fixed_shape" in df else False)
+                  bool(df.fixed_shape.iloc[0]) if "fixed_shape" in df else False, _uid(df))
+
+
+def _uid(df: pd.DataFrame) -> str:
+    """The fresh process a trace's rows came from: ``process_uid`` (written by the step skeleton), else the
+    process number, else "0"."""
+    for col in ("process_uid", "process"):
+        if col in df and df[col].notna().any():
+            return str(df[col].dropna().iloc[0])
+    return "0"
 
 
 def _samples(ext: pd.DataFrame) -> list[tuple[int, int, float]]:
@@ -205,13 +216,13 @@ def _by_process(df: pd.DataFrame) -> list[pd.DataFrame]:
 
 def load_traces(path: str, seed: int) -> Traced:
     """The replay model of the trace's first fresh process (the ``placement`` step)."""
-    return _traced(_by_process(records.read(path))[0], seed)
+    return traced_of(_by_process(records.read(path))[0], seed)
 
 
 def load_trace_processes(path: str, seed: int) -> list[Traced]:
     """One replay model per fresh process the trace ran in (the ``load`` and ``sched`` steps replay seed r
     on :func:`trace_for` r, so their repeats hold the noise between runs of the live engine)."""
-    return [_traced(part, seed) for part in _by_process(records.read(path))]
+    return [traced_of(part, seed) for part in _by_process(records.read(path))]
 
 
 def trace_for(rep: int, traces: list) -> int:

@@ -41,5 +41,6 @@ def placement_step(ctx: Context) -> Result:
     out = pd.DataFrame(placement.evaluate(q, t_ext, ext, [f * per_dev for f in pp.loads_x_device], fit, prm))
     out["load_x_device"] = out.load_rps / per_dev
     out["phase"] = "measured"
+    out["cluster"] = f"{pp.prefill_nodes} prefill + {pp.decode_nodes} decode nodes of {pp.gpus_per_node} GPUs"
     return Result(records=out, source="modelled", method=_method(pp, ext, knee, per_dev),
                   provenance={"fit": fit, "per_device_rps_at_knee": per_dev})

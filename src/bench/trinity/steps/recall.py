@@ -24,7 +24,8 @@ METHOD = (
     "Engine: all queries waiting at t=0; wall clock (time.perf_counter, CUDA synchronised) around the whole "
     "serving loop (admission, extends, result copies) of {nb} queries (batch 1: {n1}); queries/s = queries / "
     "wall time; {warmup} warm-up run(s) on the first queries recorded as phase=warmup; {repeats} measured runs "
-    "per (mode, top-M), checked to return the same ids. faiss IndexHNSWFlat(M={hm}, efConstruction={hc}) on "
+    "per (mode, top-M) split over the step's fresh processes (rows carry `process`: the targets' intervals "
+    "resample them first), each process's runs checked to return the same ids. faiss IndexHNSWFlat(M={hm}, efConstruction={hc}) on "
     "the same vectors (float32): one batched search call of the same {nb} queries with {threads} OpenMP "
     "threads per run, same warm-up and repeats. cuVS CAGRA (where CUDA and cuvs are installed): built with the "
     "same graph degrees, itopk_size swept over the same top-M, one batched search per run, cuVS's stream "
@@ -40,6 +41,7 @@ class Bench:
     v: inputs.Vectors
     seed: int
     device: str
+    repeats: int       # this fresh process's share of the measured runs (recall.repeats split over processes)
 
     @property
     def cuda(self) -> bool:
@@ -76,7 +78,7 @@ def _engine_rows(b: Bench, s: Setting) -> list[dict]:
     k = min(rp.k, s.top_m)
     rows, first = [], None
     n_warm = min(s.n_queries, max(cap, 8))
-    for i in range(rp.warmup + rp.repeats):
+    for i in range(rp.warmup + b.repeats):
         phase = "warmup" if i < rp.warmup else "measured"
         qidx = np.arange(n_warm if phase == "warmup" else s.n_queries)
         wall, ids, done, log = _offline(eng, b.v.queries, qidx, k, s.top_m, policy(), b.cuda)
@@ -107,7 +109,7 @@ def _hnsw_rows(b: Bench, nq: int) -> tuple[list[dict], dict]:
     rows = []
     for ef in h.ef_search:
         hnsw.set_ef_search(index, ef)
-        t = measure.repeat(lambda: hnsw.search(index, q, rp.k), repeats=rp.repeats, warmup=rp.warmup,
+        t = measure.repeat(lambda: hnsw.search(index, q, rp.k), repeats=b.repeats, warmup=rp.warmup,
                            keep_results=True)
         rec = recall_at_k(t.results[0], b.v.gt[:nq], rp.k)
         rows += _timed_rows(t, nq, rec, rp.k, b.p.engine.threads, system="faiss-hnsw", mode="batched",
@@ -132,7 +134,7 @@ def _exact_rows(b: Bench, nq: int) -> list[dict]:
             d = nb2[None, :] - 2 * qc @ xb.T      # + |q|^2, which does not change the order
             out.append(torch.topk(d, k, dim=1, largest=False).indices)
         return torch.cat(out).cpu().numpy()
-    t = measure.repeat(search, repeats=rp.repeats, warmup=rp.warmup, keep_results=True, cuda=b.cuda)
+    t = measure.repeat(search, repeats=b.repeats, warmup=rp.warmup, keep_results=True, cuda=b.cuda)
     rec = recall_at_k(t.results[0], b.v.gt[:nq], k)
     return _timed_rows(t, nq, rec, k, b.p.engine.threads, system=f"exact-{'cuda' if b.cuda else 'cpu'}",
                        mode="batched", param="exact", value=0)
@@ -165,11 +167,11 @@ def _cagra_rows(b: Bench, nq: int) -> tuple[list[dict], dict]:
                  "source": "not_run", "why": why}], {}
     rp, g = b.p.recall, b.p.graph
     rows, prov = _cagra.rows(b.v.base, b.v.queries[:nq], b.v.gt, degree=g.degree, knn_degree=g.knn_degree,
-                             itopk=rp.top_m, k=rp.k, p=b.p.engine.p, repeats=rp.repeats, warmup=rp.warmup)
+                             itopk=rp.top_m, k=rp.k, p=b.p.engine.p, repeats=b.repeats, warmup=rp.warmup)
     return [{**r, "threads": b.p.engine.threads} for r in rows], prov
 
 
-@step("recall", needs=("manifest", "graph"),
+@step("recall", needs=("manifest", "graph"), processes=True,
       keys=("graph", "engine", "recall", "workload", "load", "scheduler"))
 def recall(ctx: Context) -> Result:
     p: Params = ctx.params
@@ -177,7 +179,7 @@ def recall(ctx: Context) -> Result:
     threads = p.engine.threads
     measure.set_threads(threads)
     v = inputs.loaded(p, ctx.input("manifest"), ctx.input("graph"))
-    b = Bench(p, v, ctx.seed, inputs.device(p))
+    b = Bench(p, v, ctx.seed, inputs.device(p), ctx.share(rp.repeats))
     nb, n1 = min(rp.batch_queries, len(v.queries)), min(rp.batch1_queries, len(v.queries))
     rows, hprov = _all_rows(b, nb, n1)
     df = pd.DataFrame(rows)
@@ -187,6 +189,6 @@ def recall(ctx: Context) -> Result:
                                                          qps_max=("qps", "max"),
                                                          recall=(f"recall_at_{rp.k}", "first")).reset_index())
     return Result(records=df, summary=summ, dataset_id=f"{v.ds.name} ({v.ds.id})", dataset_checksum=v.ds.checksum,
-                  method=METHOD.format(nb=nb, n1=n1, warmup=rp.warmup, repeats=rp.repeats, hm=rp.hnsw.M,
+                  method=METHOD.format(nb=nb, n1=n1, warmup=rp.warmup, repeats=ctx.shared_total(rp.repeats), hm=rp.hnsw.M,
                                        hc=rp.hnsw.ef_construction, threads=threads, k=rp.k),
                   provenance={"graph": v.side, "engine": as_dict(p.engine), "device": b.device, **hprov})

@@ -1,7 +1,8 @@
 """Measurement step ``roofline`` (Trinity section 2, Figure 1): on this machine, time one extend of the
 engine with Q concurrent queries, one prefill pass of the shared random-weight Llama-architecture model
 (bench.serving.lm: transformers, SDPA attention, static KV cache) at batch B, and one decode step at batch B;
-utilisation = achieved FLOP/s / measured peak FLOP/s (a large float32 GEMM on the same device), fitted per
+utilisation = achieved FLOP/s / measured peak FLOP/s (the best of float32 GEMMs of several sizes on the same
+device: a GEMM's rate depends on which cache holds it, and one size is no peak), fitted per
 stage with u(X) = min(u_max, (X/X_sat)^alpha) (:mod:`..system.roofline`). On a CUDA machine the engine,
 the language model and the peak GEMM all run on the GPU, so the fit gives X_sat and alpha for the GPU, as
 the paper's Figure 1 does.
@@ -45,7 +46,8 @@ from ..system import roofline
 from . import inputs
 
 METHOD = (
-    "Peak: median FLOP/s of {pr} timed {n}x{n} float32 matmuls (torch, {threads} threads, after {pw} warm-up). "
+    "Peak: the best over n in {sizes} of the median FLOP/s of {pr} timed n x n float32 matmuls (torch, {threads} "
+    "threads, after {pw} warm-up), measured in each fresh process. "
     "Search: {er} times, an engine with Q slots all busy (top-M {tm}) on a fresh admission of Q queries, "
     "{ew} warm-up extends then one timed extend (each timed extend at the same point of the search), "
     "FLOPs = 3 x d x distance tasks. LM: a random-weight Llama-architecture model from transformers "
@@ -58,13 +60,18 @@ METHOD = (
     "intervals hold run-to-run noise.")
 
 
-def _peak(n: int, repeats: int, warmup: int, dev: str) -> float:
+def _peak(sizes, repeats: int, warmup: int, dev: str) -> tuple[float, dict[int, float]]:
+    """The device's GEMM peak: the best median FLOP/s over float32 n x n matmuls of each size (a GEMM's rate
+    depends on its size and on which cache holds it, so one size is no peak), and each size's rate."""
     import torch
 
-    a = torch.randn(n, n, device=dev)
-    b = torch.randn(n, n, device=dev)
-    t = measure.repeat(lambda: a @ b, repeats=repeats, warmup=warmup, cuda=dev.startswith("cuda"))
-    return float(2 * n ** 3 / np.median(t.runs))
+    rates = {}
+    for n in sizes:
+        a = torch.randn(n, n, device=dev)
+        b = torch.randn(n, n, device=dev)
+        t = measure.repeat(lambda: a @ b, repeats=repeats, warmup=warmup, cuda=dev.startswith("cuda"))
+        rates[int(n)] = float(2 * n ** 3 / np.median(t.runs))
+    return max(rates.values()), rates
 
 
 def _search_at(p: Params, v: inputs.Vectors, seed: int, dev: str, q: int, repeats: int) -> list[dict]:
@@ -236,7 +243,7 @@ def _plan(ctx: Context) -> dict[str, list[int]]:
 
 
 def _method(rp, threads: int, dev: str) -> str:
-    return METHOD.format(pr=rp.lm_repeats, n=rp.peak_n, threads=threads, pw=rp.lm_warmup, tm=rp.search_top_m,
+    return METHOD.format(pr=max(3, rp.lm_repeats), sizes=list(rp.peak_sizes), threads=threads, pw=rp.lm_warmup, tm=rp.search_top_m,
                          ew=rp.search_warmup, er=rp.search_repeats, T=rp.prompt_tokens, ctx=rp.decode_context,
                          lr=rp.lm_repeats, lw=rp.lm_warmup, dev=dev, maxlen=_lm_max_len(rp),
                          proxy="the paper's quantity: a GPU's achieved share of its peak"
@@ -253,7 +260,7 @@ def roofline_step(ctx: Context) -> Result:
     dev = inputs.device(p)
     if rp.search_top_m > v.base.shape[0]:
         raise ConfigError(f"trinity.roofline.search_top_m={rp.search_top_m} exceeds N={v.base.shape[0]}")
-    peak = _peak(rp.peak_n, rp.lm_repeats, rp.lm_warmup, dev)
+    peak, rates = _peak(rp.peak_sizes, max(3, rp.lm_repeats), rp.lm_warmup, dev)
     rows, found = _all_rows(ctx, v, dev, peak)
     df = pd.DataFrame(rows)
     df["extended"] = df["extended"].fillna(False).astype(bool) if "extended" in df else False
@@ -262,6 +269,9 @@ def roofline_step(ctx: Context) -> Result:
         df.loc[sel, "flattened"], df.loc[sel, "last_gain"] = f["flattened"], f["last_gain"]
         df.loc[sel, "sweep_stopped"] = f["stopped"]
     df["peak_flops"] = peak
+    df["peak_n"] = max(rates, key=rates.get)
+    # what the claims judge the records by, for the figure that draws what they judge
+    df["flat_bar"], df["knee_boot"], df["knee_factor"] = rp.flat_gain, rp.knee_boot, rp.knee_factor
     df["u"] = df.flops / df.seconds / peak
     df["work_per_s"] = df.work / df.seconds
     df["device"], df["dataset"], df["source"] = dev, v.ds.name, "measured"
@@ -269,4 +279,4 @@ def roofline_step(ctx: Context) -> Result:
     fits = pd.DataFrame([{"stage": s, **roofline.fit(g_.x, g_.u)} for s, g_ in m.groupby("stage")])
     return Result(records=df, summary=fits, dataset_id=f"{v.ds.name} ({v.ds.id})", dataset_checksum=v.ds.checksum,
                   method=_method(rp, p.engine.threads, dev),
-                  provenance={"peak_flops": peak, "device": dev, "lm": as_dict(rp.lm), "sweep": found})
+                  provenance={"peak_flops": peak, "peak_by_size": rates, "device": dev, "lm": as_dict(rp.lm), "sweep": found})

@@ -2,10 +2,14 @@
 searched once by the live engine at the serving capacity, recording each request's distance tasks per
 extend and its result ids, and the measured wall time of every extend with its number of launches of the
 fixed-shape distance op. The serving steps (``load``, ``sched``) replay these traces
-(:func:`.inputs.load_trace_processes`). Where the profile runs repeatable steps in several fresh processes, the whole
+(:func:`.inputs.load_trace_processes`). In the same process, right after, the replay is checked against the
+live engine: both serve the same seeded arrivals at the check points (rows ``row=check``), so the replay's
+error is measured in every fresh process, paired with the trace it replays. Where the profile runs repeatable steps in several fresh processes, the whole
 trace is taken in each (rows carry ``process``): ``load`` and ``sched`` replay their seeds on them in turn, so
 their intervals hold the noise between runs of the live engine, not only the arrivals'."""
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pandas as pd
@@ -18,7 +22,7 @@ from ...core.declaring.study import step
 from ..params import Params
 from ..system import batching, event_loop
 from ..system.workload import Request, Source
-from . import inputs
+from . import _serving, inputs
 
 METHOD = (
     "Live engine (capacity {cap}, p={p}, distance op of {chunk} lanes, {dev}), continuous batching, all {n} "
@@ -28,6 +32,12 @@ METHOD = (
     "Calibration rows: {cal} rounds, each filling the engine level by level to every launch count of the "
     "distance op and timing {per_level} extends at each, then draining it untimed (row=extend, calibration, "
     "round). "
+    "Check rows (row=check), the replay against the live engine: right after the trace, in the same fresh "
+    "process, the live engine (its own, warmed by one untimed pass) serves each check point (check=load: static "
+    "and continuous, {n_live} requests at {live_points} of this process's capacity; "
+    "check=sched: FIFO and Trinity at the judged prefill load, {sched_s} s of emulated time), each extend timed; "
+    "the replay of this process's trace serves the same seeded arrivals (engine=replay), so the two differ only "
+    "by the replay's model of the engine. "
     "torch threads: {threads}.")
 
 
@@ -82,6 +92,66 @@ def _pass(eng, v: inputs.Vectors, tms: list[int], n: int, phase: str, k: int) ->
     return rows
 
 
+def _warm(eng, v: inputs.Vectors, top_m: int) -> None:
+    """One untimed pass of the live engine's capacity in queries (its first extends pay for allocation)."""
+    src = Source([], len(v.queries), 0)
+    for q in range(min(eng.S, len(v.queries))):
+        src.heap.append((0.0, q, Request(q, q, 1, top_m, 0.0)))
+    event_loop.run(event_loop.LiveAdapter(eng, v.queries), batching.make("continuous", eng.S, 0.0), src)
+
+
+def _load_checks(p: Params, v: inputs.Vectors, traced: inputs.Traced, eng, seed: int) -> list[dict]:
+    """The batching check points, each served live and replayed with the same seeded arrivals."""
+    lc, mix = p.load.live_check, inputs.classes(p).mix
+    cap = traced.capacity_rps(mix)
+    rows = []
+    for i, at in enumerate(lc.points if lc.n_requests else ()):
+        for pol in ("static", "continuous"):
+            pt = _serving.Point(pol, at.arrival, at.load * cap, lc.n_requests, seed + 7919 * i)
+            for engine in ("live", "replay"):
+                ad = event_loop.LiveAdapter(eng, v.queries) if engine == "live" else traced.replay(pt.seed)
+                done, log = _serving.load_run(ad, traced, mix, pt, p)
+                rows.append({"row": "check", "check": "load", "engine": engine, "policy": pol,
+                             "arrival": at.arrival, "load_frac": at.load, "seed": pt.seed, "offered_rps": pt.rate,
+                             **_serving.latency_row(done, log, traced, p.load.jitter_window)})
+    return rows
+
+
+def _sched_checks(p: Params, v: inputs.Vectors, traced: inputs.Traced, eng, seed: int) -> list[dict]:
+    """The scheduler check points: FIFO and Trinity at the judged prefill load, live and replayed."""
+    dur, load = p.load.live_check.sched_duration_s, p.scheduler.judged()
+    if not dur or load is None:
+        return []
+    sp = dataclasses.replace(p.scheduler, duration_s=dur)
+    cls = inputs.classes(p)
+    pool = _serving.Pool(traced, cls, traced.capacity_rps(cls.prefill))
+    rows = []
+    for pol in ("fifo", "trinity"):
+        for engine in ("live", "replay"):
+            o = _serving.sched_run(pool, sp, pol, load, seed, event_loop.LiveAdapter(eng, v.queries)
+                                   if engine == "live" else None)
+            rows.append({"row": "check", "check": "sched", "engine": engine, "policy": pol, "load_frac": load,
+                         "seed": seed, **_serving.outcome_row(o, dur, sp.token_ms / 1e3)})
+    return rows
+
+
+def _checks(p: Params, v: inputs.Vectors, df: pd.DataFrame, seed: int) -> list[dict]:
+    """The replay checked against the live engine in this process, on this process's own trace."""
+    traced = inputs.traced_of(df, seed)
+    cls = inputs.classes(p)
+    eng = inputs.engine(p, v, traced.capacity, max(c.top_m for c in cls.all()), seed)
+    _warm(eng, v, max(c.top_m for c in cls.all()))
+    return _load_checks(p, v, traced, eng, seed) + _sched_checks(p, v, traced, eng, seed)
+
+
+def _described(df: pd.DataFrame, v: inputs.Vectors, eng) -> pd.DataFrame:
+    """The columns every trace row carries: dataset, capacity, lanes per launch and how launches were counted."""
+    df.insert(0, "dataset", v.ds.name)
+    df["capacity"], df["chunk"] = eng.S, eng.lanes
+    df["slot_lanes"], df["fixed_shape"] = eng.P, not eng.skip_idle
+    return df
+
+
 @step("trace", needs=("manifest", "graph"), processes=True,
       keys=("graph", "engine", "trace_queries", "trace_calibration", "recall", "workload", "load", "scheduler"))
 def trace(ctx: Context) -> Result:
@@ -97,13 +167,17 @@ def trace(ctx: Context) -> Result:
     for phase, n in (("warmup", nw), ("measured", nq)):
         rows += _pass(eng, v, tms, n, phase, p.recall.k)
     rows += _calibrate(eng, v.queries, max(tms), p.trace_calibration)
-    df = pd.DataFrame(rows)
-    df.insert(0, "dataset", v.ds.name)
-    df["capacity"], df["chunk"], df["source"] = cap, eng.lanes, "measured"
-    df["slot_lanes"], df["fixed_shape"] = eng.P, not eng.skip_idle      # how the launches were counted
+    df = _described(pd.DataFrame(rows).assign(source="measured"), v, eng)
+    chk = pd.DataFrame(_checks(p, v, df, ctx.seed))
+    if len(chk):
+        chk = chk.assign(phase="measured", source=np.where(chk.engine == "live", "measured", "emulated"))
+        df = pd.concat([df, _described(chk, v, eng)], ignore_index=True)
     dev = inputs.device(p)
     return Result(records=df, dataset_id=f"{v.ds.name} ({v.ds.id})", dataset_checksum=v.ds.checksum,
                   method=METHOD.format(cap=cap, p=p.engine.p, chunk=eng.lanes, dev=dev, n=nq * len(tms),
                                        nw=nw * len(tms), threads=p.engine.threads, cal=p.trace_calibration,
-                                       per_level=PER_LEVEL),
+                                       per_level=PER_LEVEL, n_live=p.load.live_check.n_requests,
+                                       live_points=", ".join(f"{q.arrival} {q.load:g}"
+                                                             for q in p.load.live_check.points),
+                                       sched_s=p.load.live_check.sched_duration_s),
                   provenance={"graph": v.side, "engine": as_dict(p.engine), "device": dev, "top_ms": tms})

@@ -1,8 +1,8 @@
 """Figure 2 of Trinity (section 3.1): three placements of the vector-search GPUs in a prefill/decode-
 disaggregated cluster, as an analytic model (modelled, not measured):
 
-- coupled: one search device in every LLM server (prefill and decode), the load split evenly over them,
-  every retrieval over the intra-node link;
+- coupled: one search device in every LLM server (prefill and decode; the paper's one GPU per node,
+  :data:`PAPER_INPUTS`), the load split evenly over them, every retrieval over the intra-node link;
 - colocated_prefill: one search device in every prefill server; prefill retrievals intra-node, decode
   retrievals over the network;
 - independent_pool: a separate pool sized so each device runs near its saturation concurrency (the knee of
@@ -23,7 +23,17 @@ from typing import Sequence
 
 import numpy as np
 
+from ...core.judging import fidelity
 from .roofline import u_model
+
+# What the model takes from the paper (read through fidelity.value at call time, so the sensitivity test can
+# scale it): the coupled placement gives one GPU of every LLM server to vector search, the co-located one
+# one GPU of every prefill server.
+PER_NODE = fidelity.PaperInput(
+    "search_gpus_per_llm_node", 1.0, "Figure 2a: 'Each node maintains the same vector data and graph index, and "
+    "one GPU is used for vector search' (coupled; Figure 2b co-locates them with the prefill servers alike)",
+    "GPU per node")
+PAPER_INPUTS = (PER_NODE,)
 
 ASSUMPTIONS = ("device load at the smallest concurrency whose throughput meets its arrival rate (Little's law, "
                "no queueing beyond it); latency = extends x measured T_ext(Q) + stated link latency; "
@@ -68,6 +78,7 @@ def evaluate(q: Sequence[float], t_ext: Sequence[float], extends: float, loads: 
     q, t_ext = np.asarray(q, float), np.asarray(t_ext, float)
     nodes = prm.prefill_nodes + prm.decode_nodes
     gpus = nodes * prm.gpus_per_node
+    per = fidelity.value(PER_NODE)
     thr = q / (extends * t_ext)
     knee = fit.get("x_knee", q.max())
     q_target = float(min(max(knee, q.min()), q.max()))
@@ -75,10 +86,10 @@ def evaluate(q: Sequence[float], t_ext: Sequence[float], extends: float, loads: 
     rows = []
     for lam in loads:
         mix = prm.prefill_share * prm.intra_node_s + (1 - prm.prefill_share) * prm.network_s
-        rows.append(_row("coupled", lam, nodes, gpus - nodes, q, t_ext, extends, fit,
+        rows.append(_row("coupled", lam, nodes * per, gpus - nodes * per, q, t_ext, extends, fit,
                          prm.intra_node_s, prm.intra_node_s))
-        rows.append(_row("colocated_prefill", lam, prm.prefill_nodes, gpus - prm.prefill_nodes, q, t_ext,
-                         extends, fit, prm.intra_node_s, prm.network_s) | {"mean_link_s": mix})
+        rows.append(_row("colocated_prefill", lam, prm.prefill_nodes * per, gpus - prm.prefill_nodes * per, q,
+                         t_ext, extends, fit, prm.intra_node_s, prm.network_s) | {"mean_link_s": mix})
         pool = max(1, math.ceil(lam / thr_target))
         rows.append(_row("independent_pool", lam, pool, gpus, q, t_ext, extends, fit,
                          prm.network_s, prm.network_s))
