@@ -214,18 +214,19 @@ def per_process_error(g: pd.DataFrame, q: str, policy: str, versus: str | None =
                       absolute: bool = False) -> pd.Series:
     """The replay's error on quantity ``q`` in each fresh trace process: log(replay / live) of ``policy``'s
     value, of its ratio to ``versus``'s where given (the error of a policy ratio, whose common part
-    cancels), or replay - live where ``absolute`` (a share)."""
+    cancels), or replay - live where ``absolute`` (a share). A process where one side is zero and the other
+    not has an infinite error (kept: the replay's error there is unbounded); one where both are, none."""
     def side(pol):
         return g[g.policy == pol].set_index("process_uid")[[f"{q}_live", f"{q}_replay"]]
     a = side(policy)
     if absolute:
         return (a[f"{q}_replay"] - a[f"{q}_live"]).dropna()
     with np.errstate(divide="ignore", invalid="ignore"):
-        e = np.log(a[f"{q}_replay"] / a[f"{q}_live"])
+        e = np.log(a[f"{q}_replay"]) - np.log(a[f"{q}_live"])
         if versus is not None:
             b = side(versus)
-            e = e - np.log(b[f"{q}_replay"] / b[f"{q}_live"])
-    return e.replace([np.inf, -np.inf], np.nan).dropna()
+            e = e - (np.log(b[f"{q}_replay"]) - np.log(b[f"{q}_live"]))
+    return e.dropna()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -280,3 +281,11 @@ def saturations(roof: pd.DataFrame, n_boot: int, level: float = FLAT_LEVEL, seed
             intervals.Estimate(e["est"], e["lo"], e["hi"], clusters=int(e["processes"]), level=level),
             float(e["x_low"]), float(e["x_top"]), stops)
     return out
+
+
+def class_extends(trace: pd.DataFrame) -> dict[int, float]:
+    """Mean extends per request of each top-M the trace searched (its measured request rows)."""
+    if "row" not in trace:
+        return {}
+    req = measured(trace[trace.row == "request"])
+    return {int(k): float(v) for k, v in req.groupby("top_m").extends.mean().items()} if len(req) else {}

@@ -130,12 +130,17 @@ class LiveCheck:
                      "(bursty, load.claim_load) and a high load (lane utilisation, the busy claim)"),
     )
     n_requests: int = key(200, minimum=0, description="requests per live load point (0: no live check)")
-    sched_duration_s: float = key(
-        0.5,
+    sched_duration_s: float | None = key(
+        None,
+        nullable=True,
         minimum=0,
-        description=("emulated seconds of one live scheduler run (Trinity and FIFO at the judged load); 0: no "
-                     "live scheduler check"),
+        description=("emulated seconds of one live scheduler run (Trinity and FIFO at the judged load); null: the "
+                     "scheduler's own duration_s, the runs the rows judge; 0: no live scheduler check"),
     )
+
+    def sched_seconds(self, scheduler_duration_s: float) -> float:
+        """The live scheduler run's emulated seconds (the judged runs' own where not set)."""
+        return scheduler_duration_s if self.sched_duration_s is None else self.sched_duration_s
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,8 @@ def _check(params: Params) -> pd.DataFrame:
                              "load_frac": params.scheduler.judged(), "seed": i, "pre_within_deadline": 0.98,
                              "dec_stall_fraction": 0.2 * f, "tokens_per_s": 1000 / f, "pre_p95_wait_s": 0.005 * f,
                              "process": i, "process_uid": _uid("t", i), **_COMMON})
+        rows += [{"row": "request", "phase": "measured", "top_m": m, "extends": e, "process": i,
+                  "process_uid": _uid("t", i), **_COMMON} for m, e in ((16, 19.0), (32, 35.0), (64, 66.0))]
     return pd.DataFrame(rows)
 
 

@@ -24,12 +24,14 @@ def _sustained_marks(ax, g: pd.DataFrame, factor: float, arrival: str, pairs, co
     (an arrow where a seed's search did not bracket: the value is a bound, not a crossing)."""
     from ..verdicts import batching
 
-    bound, sus, search, est, err = batching.sustained_estimate(g, factor, arrival, pairs)
-    ax.axhline(bound * 1e3, color="0.35", ls="-.", lw=1.2, label=f"p95 bound of the sustained-load target")
-    for pol, s in sus.items():
-        x = float(s.rps.median())
-        ax.axvline(x, color=col[pol], ls=":", lw=1.4, label=f"_{pol} sustained")
-    note = "" if search is None else f" (not bracketed: {search.text()})"
+    bound, sus, open_, est, err = batching.sustained_estimate(g, factor, arrival, pairs)
+    ax.axhline(bound * 1e3, color="0.35", ls="-.", lw=1.2, label="p95 bound of the sustained-load target")
+    cap = g.groupby("repeat").capacity_rps.first()
+    for k, (pol, s) in enumerate(sus.items()):
+        x = float((s.rps / s.repeat.map(cap)).median())   # each seed's sustained load over its own capacity
+        ax.axvline(x, color=col[pol], ls=(0, (1, 4)), lw=2.2,
+                   label="sustained load under the bound (median over seeds, the policy's colour)" if k else "_s")
+    note = "".join(f"; {words(pol)}: {s.text()}" for pol, s in open_.items() if s is not None)
     return (f"{arrival}: bound {bound * 1e3:.0f} ms; sustained continuous / static {est[0]:.2f} "
             f"[{est[1]:.2f}, {est[2]:.2f}]{note}")
 
@@ -47,27 +49,28 @@ def latency_load(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     notes = []
     for j, (a, g) in enumerate(arr):
         for pol, gp in g.groupby("policy"):
-            s = gp.groupby("offered_rps").median(numeric_only=True)
+            s = gp.assign(share=gp.throughput_rps / gp.capacity_rps).groupby("load_frac").median(numeric_only=True)
             mk = policy_style(pol)
             for q, ls in (("p50_s", ":"), ("p95_s", "-"), ("p99_s", "--")):
                 axes[0][j].plot(s.index, s[q] * 1e3, ls=ls, marker=mk["marker"], mfc=mk["mfc"], ms=4, color=col[pol],
                                 label=plotting.label_source(f"{words(pol)}, {q[:3]}", "emulated"))
-            axes[1][j].plot(s.index, s.throughput_rps, marker=mk["marker"], mfc=mk["mfc"], color=col[pol],
+            axes[1][j].plot(s.index, s.share, marker=mk["marker"], mfc=mk["mfc"], color=col[pol],
                             label=f"_{pol} throughput")
         notes.append(_sustained_marks(axes[0][j], g, factor, a, pairs, col))
-        lim = g.offered_rps.max()
+        lim = g.load_frac.max()
         axes[1][j].plot([0, lim], [0, lim], color="0.6", lw=0.8, ls=":", label="_offered")
-        axes[0][j].set(yscale="log", xlabel="offered load (requests/s)", ylabel="latency from intended arrival (ms)",
-                       title=f"{a} arrivals")
+        axes[0][j].set(yscale="log", xlabel="offered load (fraction of capacity)",
+                       ylabel="latency from intended arrival (ms)", title=f"{a} arrivals")
         axes[0][j].yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:g}"))
         axes[0][j].yaxis.set_minor_formatter(plt.NullFormatter())
-        axes[1][j].set(xlabel="offered load (requests/s)", ylabel="achieved throughput (requests/s)")
+        axes[1][j].set(xlabel="offered load (fraction of capacity)", ylabel="achieved throughput (fraction of capacity)")
     plotting.legend_below(fig, ncol=3)
     cap = ("p50/p95/p99 latency (from each request's intended arrival) and achieved throughput against offered load, "
            "static against continuous batching, heterogeneous requests (classes of k and top-M), Poisson and bursty "
            f"arrivals; capacity {int(df.capacity.iloc[0])} slots, distance op {int(df.lanes.iloc[0])} lanes. Lines: "
-           "replay of real searches with measured extend times, queueing simulated (emulated); median over seeds. "
-           "Dash-dotted: the p95 bound of the harness's sustained-load target; dotted verticals: each policy's median "
+           "replay of real searches with measured extend times, queueing simulated (emulated); median over seeds, "
+           "each seed at fractions of the capacity of the trace process it replayed. "
+           "Dash-dotted: the p95 bound of the harness's sustained-load target; sparse-dotted verticals: each policy's median "
            "sustained load under it (the ledger's ratio, paired seed by seed and widened by the replay's error "
            "against the live engine: " + "; ".join(notes) + "). The replay against the live engine is drawn in "
            "the replay check figure. Bottom: achieved throughput; dotted: throughput = offered. " + NO_PAPER)

@@ -53,13 +53,14 @@ def smoothing(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     _, arrival, _ = batching.smooth_setting(df, claim_load)
     g = df[df.arrival == arrival]
     for ax, q in zip(axes, ("p50", "p95")):
-        for pol, gp in g.groupby("policy"):
+        for k, (pol, gp) in enumerate(g.groupby("policy")):
             s = gp.groupby("load_frac")[f"{q}_jitter_s"].agg(["median", "min", "max"]) * 1e3
             mk = policy_style(pol)
-            ax.errorbar(s.index, s["median"], yerr=[s["median"] - s["min"], s["max"] - s["median"]],
+            ax.errorbar(s.index + (k - 0.5) * 0.015, s["median"], yerr=[s["median"] - s["min"], s["max"] - s["median"]],
                         marker=mk["marker"], mfc=mk["mfc"], mew=1.5, capsize=2, color=col[pol],
                         label=plotting.label_source(words(pol), "emulated") if q == "p50" else None)
-        ax.set(yscale="log", xlabel="offered load (fraction of capacity)", ylabel=f"{q} jitter (ms)",
+        ax.set(yscale="log", xlabel="offered load (fraction of capacity; the policies drawn a little apart)",
+               ylabel=f"{q} jitter (ms)",
                title=f"spread of each window's {q}, {arrival} arrivals")
     notes = _ratio_panel(axes[2], df, claim_load, pairs, col)
     plotting.legend_below(fig, ncol=3)

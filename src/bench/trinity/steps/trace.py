@@ -119,7 +119,7 @@ def _load_checks(p: Params, v: inputs.Vectors, traced: inputs.Traced, eng, seed:
 
 def _sched_checks(p: Params, v: inputs.Vectors, traced: inputs.Traced, eng, seed: int) -> list[dict]:
     """The scheduler check points: FIFO and Trinity at the judged prefill load, live and replayed."""
-    dur, load = p.load.live_check.sched_duration_s, p.scheduler.judged()
+    dur, load = p.load.live_check.sched_seconds(p.scheduler.duration_s), p.scheduler.judged()
     if not dur or load is None:
         return []
     sp = dataclasses.replace(p.scheduler, duration_s=dur)
@@ -179,5 +179,5 @@ def trace(ctx: Context) -> Result:
                                        per_level=PER_LEVEL, n_live=p.load.live_check.n_requests,
                                        live_points=", ".join(f"{q.arrival} {q.load:g}"
                                                              for q in p.load.live_check.points),
-                                       sched_s=p.load.live_check.sched_duration_s),
+                                       sched_s=p.load.live_check.sched_seconds(p.scheduler.duration_s)),
                   provenance={"graph": v.side, "engine": as_dict(p.engine), "device": dev, "top_ms": tms})

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ...core.judging import intervals
+from ...core.judging import claims, intervals
 from .. import analysis
 
 STUDY = "trinity"
@@ -59,33 +59,40 @@ def paired(num: pd.DataFrame, den: pd.DataFrame, col: str, keys: tuple = ("repea
 class ReplayError:
     """The replay's error on one quantity at one check point: the t-interval over the fresh trace processes
     of each process's error (log(replay / live), of a policy ratio where ``versus``; replay - live where
-    ``absolute``); ``margin``: the largest error the interval allows (NaN from fewer than three processes)."""
+    ``absolute``); ``margin``: the largest error the interval allows (NaN from fewer than three processes,
+    infinite where a process's error is: one side served none of what the other served)."""
 
     what: str
     estimate: intervals.Estimate
     absolute: bool
     point: str
+    unbounded: int = 0    # processes whose error is infinite
 
     @property
     def margin(self) -> float:
         e = self.estimate
+        if self.unbounded:
+            return float("inf")
         if e.clusters is None or e.clusters < intervals.MIN_PROCESSES or any(map(math.isnan, e)):
             return float("nan")
         return float(max(abs(e[1]), abs(e[2])))
 
     def text(self) -> str:
         e, n = self.estimate, self.estimate.clusters or 0
+        head = f"the replay's error on {self.what} against the live engine ({self.point}"
+        if self.unbounded:
+            return (f"{head}): unbounded in {self.unbounded} fresh trace process(es), where one of the live engine "
+                    "and the replay served none of what the other served: no difference is judged")
+        if math.isnan(self.margin):
+            return f"{head}) rests on {n} fresh trace process(es), fewer than {intervals.MIN_PROCESSES}: not known"
         if self.absolute:
-            val = f"{e[0]:+.3f} [{e[1]:+.3f}, {e[2]:+.3f}]"
+            val, bound = f"{e[0]:+.3f} [{e[1]:+.3f}, {e[2]:+.3f}]", f"±{self.margin:.3f}"
         else:
             val = f"{math.exp(e[0]):.3f}x [{math.exp(e[1]):.3f}, {math.exp(e[2]):.3f}]"
-        if math.isnan(self.margin):
-            return (f"the replay's error on {self.what} against the live engine ({self.point}) rests on {n} fresh "
-                    f"trace process(es), fewer than {intervals.MIN_PROCESSES}: not known")
-        bound = f"±{self.margin:.3f}" if self.absolute else f"x/÷ {math.exp(self.margin):.3f}"
-        return (f"the replay's error on {self.what} against the live engine ({self.point}, replay {'-' if self.absolute else '/'} "
-                f"live, t-interval over {n} fresh trace processes): {val}; the interval is widened by its largest "
-                f"error, {bound}, so a difference smaller than the replay's error is not judged")
+            bound = f"x/÷ {math.exp(self.margin):.3f}"
+        return (f"{head}, replay {'-' if self.absolute else '/'} live, t-interval over {n} fresh trace processes): "
+                f"{val}; the interval is widened by its largest error, {bound}, so a difference smaller than the "
+                "replay's error is not judged")
 
 
 def replay_error(pairs: pd.DataFrame, check: str, q: str, policy: str, *, versus: str | None = None,
@@ -97,14 +104,15 @@ def replay_error(pairs: pd.DataFrame, check: str, q: str, policy: str, *, versus
     e = analysis.per_process_error(g, q, policy, versus, absolute) if len(g) else pd.Series(dtype=float)
     point = (f"{g.arrival.iloc[0]} arrivals at {g.load_frac.iloc[0]:g} x capacity" if check == "load" and len(g)
              else f"prefill load {g.load_frac.iloc[0]:g}" if len(g) else "no check point")
-    return ReplayError(what or q, intervals.t_interval(e.to_numpy()), absolute, point)
+    finite = e[np.isfinite(e)]
+    return ReplayError(what or q, intervals.t_interval(finite.to_numpy()), absolute, point, int((~np.isfinite(e)).sum()))
 
 
 def widened(est: intervals.Estimate, err: ReplayError) -> intervals.Estimate:
     """``est``'s interval widened by the replay's largest error (a factor for a ratio, a difference for a
     share, kept inside [0, 1]); NaN bounds where the error is not known (no interval to judge)."""
     m = err.margin
-    if math.isnan(m):
+    if math.isnan(m) or math.isinf(m):
         return intervals.Estimate(est[0], float("nan"), float("nan"), est.clusters, est.level)
     if err.absolute:
         return intervals.Estimate(est[0], max(0.0, est[1] - m), min(1.0, est[2] + m), est.clusters, est.level)
@@ -114,7 +122,8 @@ def widened(est: intervals.Estimate, err: ReplayError) -> intervals.Estimate:
 # the work settings a small profile may shrink to pay for three fresh processes, in words, by their path
 WORK = {("recall", "batch_queries"): "queries a recall run", ("trace_queries",): "traced queries per top-M",
         ("trace_calibration",): "calibration rounds of the trace", ("roofline", "sweep_budget_s"):
-        "seconds of added roofline doublings", ("roofline", "max_doublings"): "roofline doublings"}
+        "seconds of added roofline doublings", ("roofline", "max_doublings"): "roofline doublings",
+        ("scheduler", "duration_s"): "emulated seconds of a scheduler run"}
 
 
 def _get(p, path: tuple) -> float:
@@ -132,3 +141,15 @@ def shrunk(params, paths) -> str:
     out = [f"{WORK[p]} {_get(params, p):g} (default {_get(base, p):g})" for p in paths
            if _get(params, p) < _get(base, p)]
     return f"; this profile shrank its work (not its repeats): {', '.join(out)}" if out else ""
+
+
+def of_dataset(pairs: pd.DataFrame, ds: str) -> pd.DataFrame:
+    """The check pairs of the trace of dataset ``ds`` (all of them where the pairs name no dataset)."""
+    return pairs[pairs.dataset == ds] if len(pairs) and "dataset" in pairs else pairs
+
+
+def busy(rows: pd.DataFrame, pairs: pd.DataFrame) -> bool:
+    """Whether a replayed row's timings were measured on a busy machine: its own step's rows, or the trace
+    processes whose extend times it replays (their check rows carry the trace step's flag)."""
+    flags = [c for c in ("machine_busy_live", "machine_busy_replay") if c in pairs]
+    return claims.busy(rows) or any(bool(pairs[c].fillna(False).astype(bool).any()) for c in flags)

@@ -5,6 +5,7 @@ trace processes, for each point, policy and headline quantity. The serving rows 
 their intervals (:mod:`.common`); this row states them and holds them to a band."""
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -22,24 +23,41 @@ QUANTITIES = {"load": (("p95_s", "p95 latency"), ("throughput_rps", "throughput"
 POLICY = {"static": "static batching", "continuous": "continuous batching", "fifo": "FIFO", "trinity": "Trinity"}
 
 
-def error_points(pairs: pd.DataFrame) -> list[tuple[str, intervals.Estimate, np.ndarray, bool]]:
-    """Per (check point, policy, quantity): its name in words, exp of the t-interval of log(replay / live) over
-    the fresh trace processes, each process's replay / live, and whether the machine was busy (what the
-    check row judges and its figure draws)."""
+@dataclasses.dataclass(frozen=True)
+class Point:
+    """The replay's error on one quantity of one policy at one check point: exp of the t-interval of
+    log(replay / live) over the fresh trace processes, and each process's replay / live."""
+
+    where: str
+    quantity: str
+    policy: str
+    estimate: intervals.Estimate
+    per_process: np.ndarray
+    busy: bool
+
+    @property
+    def name(self) -> str:
+        return f"{self.quantity}, {self.policy}, {self.where}"
+
+
+def error_points(pairs: pd.DataFrame) -> list[Point]:
+    """Every (check point, policy, quantity) of the check pairs (what the check row judges and its figure
+    draws); a process where the live engine or the replay served none has no ratio and is left out."""
     out = []
     for (check, arrival, load, pol), g in pairs.groupby(["check", "arrival", "load_frac", "policy"]):
         where = f"{arrival} arrivals at {load:g}" if check == "load" else f"scheduler at prefill load {load:g}"
         for q, words in QUANTITIES.get(check, ()):
             e = analysis.per_process_error(g, q, pol)
+            e = e[np.isfinite(e)]
             t = intervals.t_interval(e.to_numpy())
             est = intervals.Estimate(*(math.exp(x) for x in t), clusters=t.clusters)
             busy = bool(g.machine_busy_live.any()) if "machine_busy_live" in g else False
-            out.append((f"{words}, {POLICY.get(pol, pol)}, {where}", est, np.exp(e.to_numpy()), busy))
+            out.append(Point(where, words, POLICY.get(pol, pol), est, np.exp(e.to_numpy()), busy))
     return out
 
 
 def error_configs(pairs: pd.DataFrame) -> list[claims.Config]:
-    return [claims.Config.of(name, est, busy) for name, est, _, busy in error_points(pairs)]
+    return [claims.Config.of(p.name, p.estimate, p.busy) for p in error_points(pairs)]
 
 
 def replay_rows(pairs: pd.DataFrame) -> list[claims.Claim]:

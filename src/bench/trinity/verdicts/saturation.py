@@ -14,22 +14,22 @@ from . import paper
 from .common import STUDY, shrunk
 
 JUDGED_ON = "profile gpu on one CUDA GPU (the roofline step on the GPU, its peak a GPU GEMM)"
-FLAT_PAPER = "the paper: beyond B_sat 'increasing B yields negligible utilization gains' (section 2)"
+FLAT_PAPER = "beyond B_sat 'increasing B yields negligible utilization gains' (section 2)"
 
 
 def _premises(s: analysis.Saturation, flat_gain: float) -> list[claims.Premise]:
     """A stage's saturation as the records show it (the same statistics the figure draws): its gain per
     doubling over the sweep's last two doublings, an interval over the fresh processes, below ``flat_gain``;
     and its fitted knee (with the bootstrap interval of refits) inside the measured batches."""
-    stops = f"; the sweeps stopped: {s.stopped}" if s.stopped else ""
+    stops = f" (the sweeps stopped: {s.stopped})" if s.stopped else ""
     flat = claims.premise_interval(f"{s.stage} saturates inside the sweep", s.gain, flat_gain, "<=",
-                                   what=f"its median utilisation's gain per doubling from batch {s.x_low:g} to "
-                                        f"{s.x_top:g}{stops}", paper=FLAT_PAPER)
+                                   what=f"gain per doubling of its median utilisation{stops} from batch {s.x_low:g} "
+                                        f"to {s.x_top:g}", paper=FLAT_PAPER)
     k, lo, hi = s.knee
     where = f"fitted knee {k:.3g} [{lo:.3g}, {hi:.3g}] against the measured batches [{s.x_min:g}, {s.x_max:g}]"
     knee = claims.Premise(f"{s.stage}'s knee observed", s.knee_inside,
                           where + ("" if s.knee_inside else ": extrapolated beyond the sweep"),
-                          paper="the paper's knees are read off measured curves (Figure 1)")
+                          paper="knees read off measured curves (Figure 1)")
     return [flat, knee]
 
 

@@ -11,7 +11,7 @@ from ...core.judging import claims, intervals
 from .. import analysis
 from ..params import Params
 from . import paper
-from .common import PAIRED, STUDY, clusters, paired, replay_error, traces_words, widened
+from .common import PAIRED, STUDY, busy, clusters, of_dataset, paired, replay_error, shrunk, traces_words, widened
 
 
 def deadline_share(rows: pd.DataFrame) -> tuple[intervals.Estimate, str]:
@@ -68,8 +68,8 @@ def _fifo_premise(est: dict, sp) -> claims.Premise:
     return claims.premise_interval(
         f"FIFO misses > {sp.fifo_miss:.0%} of prefill deadlines at this load", e, 1 - sp.fifo_miss,
         "<=", what=f"FIFO met ({words}; {err.text()})",
-        paper="the paper states no load; its scheduler exists for loads where serving prefill and decode in "
-              "arrival order pushes TTFT beyond the latency budget (section 3.3)")
+        paper="no load stated; the scheduler is for loads where serving prefill and decode in arrival order "
+              "pushes TTFT beyond the latency budget (section 3.3)")
 
 
 def _over_bar(est: intervals.Estimate, bar: float) -> intervals.Estimate:
@@ -123,9 +123,11 @@ def sched_rows(df: pd.DataFrame, params: Params, pairs: pd.DataFrame) -> list[cl
                              "without starving decode", "qualitative (sec. 3.3)", threshold=1.0, source="not_run",
                              verdict=claims.INCONCLUSIVE, definition=paper.TTFT, needs=(),
                              reason=f"not run: {why}")]
-    dur = params.load.live_check.sched_duration_s
+    dur = params.load.live_check.sched_seconds(sp.duration_s)
+    pairs = of_dataset(pairs, str(at.dataset.iloc[0])) if "dataset" in at else pairs
     est = estimates(tri, ff, pairs)
-    common = {"source": "emulated", "machine_busy": claims.busy(at), "premises": [_fifo_premise(est, sp)],
+    common = {"source": "emulated", "machine_busy": busy(at, pairs), "premises": [_fifo_premise(est, sp)],
               "scale": f"{setting}, {tri.repeat.nunique()} seeds of {sp.duration_s:g} s (the replay checked on "
-                       f"{dur:g} s runs)"}
+                       f"{dur:g} s runs)" + shrunk(params, (("scheduler", "duration_s"), ("trace_queries",),
+                                                             ("trace_calibration",)))}
     return [*_targets(tri, ff, sp, est, common), _ttft(tri, ff, sp, est, common)]
