@@ -187,3 +187,12 @@ def test_saturation_rows_follow_the_premise():
         assert row.verdict == verdict, (what, row.reason)
     row = _rows(want["straddling"][0])["claim-saturation-search-vs-decode"]
     assert "'search saturates inside the sweep' undecided" in row.reason
+
+
+def test_the_gemm_peak_is_the_best_of_several_sizes():
+    """A GEMM's rate depends on its size and on which cache holds it (one 512 x 512 GEMM read 1.75x below
+    prefill's own rate, so u plateaued at 1.75): the peak is the best median over the listed sizes."""
+    from bench.trinity.steps.roofline import _peak
+
+    peak, rates = _peak([16, 64], repeats=3, warmup=1, dev="cpu")
+    assert set(rates) == {16, 64} and peak == max(rates.values()) > 0

@@ -60,7 +60,8 @@ def stage_runs(roof: pd.DataFrame) -> dict[str, list[tuple[float, np.ndarray]]]:
 
 def sustained(curve: pd.DataFrame, bound: float) -> float:
     """Offered load (requests/s) at which p95 first crosses ``bound`` (linear interpolation); the largest load
-    when it never does; 0 when even the lowest load misses it."""
+    when it never does (a lower bound: the search's bracket says so); NaN when even the lowest load misses it
+    (no load was sustained: no value, never a 0 standing for one)."""
     c = curve.sort_values("offered_rps")
     x, y = c.offered_rps.to_numpy(), c.p95_s.to_numpy()
     over = np.nonzero(y > bound)[0]
@@ -68,7 +69,7 @@ def sustained(curve: pd.DataFrame, bound: float) -> float:
         return float(x[-1])
     i = over[0]
     if i == 0:
-        return 0.0
+        return float("nan")
     return float(x[i - 1] + (bound - y[i - 1]) * (x[i] - x[i - 1]) / (y[i] - y[i - 1]))
 
 

@@ -18,7 +18,7 @@ RECORDS = ("recall", "trace", "load", "sched", "roofline", "placement")
 def build(data: dict[str, pd.DataFrame], params: Params, profile: str) -> list[claims.Claim]:
     pairs = analysis.check_pairs(data["trace"])
     setting = batching.uneven(data["trace"], params)
-    return [*batching.load_rows(data["load"], params, pairs),
+    return [*batching.load_rows(data["load"], params, pairs, setting),
             *batching.lane_rows(data["load"], params, pairs, setting),
             *search.search_rows(data["recall"], params), *scheduling.sched_rows(data["sched"], params, pairs),
             *saturation.roofline_rows(data["roofline"], params), *placement.placement_rows(data["placement"]),

@@ -69,7 +69,8 @@ def sustained_estimate(g: pd.DataFrame, factor: float, arrival: str, pairs: pd.D
     return bound, sus, search, widened(paired(sus["continuous"], sus["static"], "rps"), err), err
 
 
-def _load_row(ds: str, arrival: str, g: pd.DataFrame, params: Params, pairs: pd.DataFrame) -> claims.Claim:
+def _load_row(ds: str, arrival: str, g: pd.DataFrame, params: Params, pairs: pd.DataFrame,
+              setting: list) -> claims.Claim:
     lp, tr = params.load, params.recall.target_recall
     bound, sus, open_, est, err = sustained_estimate(g, lp.p95_bound_factor, arrival, pairs)
     search, censored = _search(open_)
@@ -79,28 +80,31 @@ def _load_row(ds: str, arrival: str, g: pd.DataFrame, params: Params, pairs: pd.
               f"(median over seeds); mean recall@10 of the request mix {rec:.3f}; {traces_words(g)}; {PAIRED}; "
               f"{err.text()} (a p95 error moves the load where p95 crosses the bound by less, as p95 rises "
               "steeply there)" + (f"; {censored}" if censored else ""))
-    row = _sustained_claim(ds, arrival, g, params, est, search, reason, rec, pairs)
+    row = _sustained_claim(ds, arrival, g, params, est, search, reason, rec, pairs, setting)
     if censored and row.verdict != claims.REPRODUCED:   # a lower bound decides only a pass
-        row = _sustained_claim(ds, arrival, g, params, est, open_["continuous"], reason, rec, pairs)
+        row = _sustained_claim(ds, arrival, g, params, est, open_["continuous"], reason, rec, pairs, setting)
     return row
 
 
-def _sustained_claim(ds, arrival, g, params: Params, est, search, reason: str, rec: float, pairs) -> claims.Claim:
+def _sustained_claim(ds, arrival, g, params: Params, est, search, reason: str, rec: float, pairs,
+                     setting: list) -> claims.Claim:
     lp, tr = params.load, params.recall.target_recall
     return claims.claim(STUDY, f"target-continuous-load-{ds}-{arrival}",
                         "continuous batching sustains >= 1.5x the offered load of static batching under the same "
-                        "p95 bound, at recall@10 >= 0.95", ">= 1.5x (issue target)", estimate=est,
+                        "p95 bound, at recall@10 >= 0.95", ">= 1.5x (harness target)", estimate=est,
                         threshold=lp.target_ratio, unit="x", source="emulated", search=search,
                         scale=f"{ds}, {arrival} arrivals, capacity {int(g.capacity.iloc[0])} slots, "
                               f"{g.repeat.nunique()} seeds{shrunk(params, TRACE_WORK)}",
                         reason=reason if rec >= tr else f"recall {rec:.3f} < {tr}; {reason}",
                         verdict=claims.NOT_REPRODUCED if rec < tr else None, machine_busy=busy(g, pairs),
-                        quantity="sustained load under a p95 bound, continuous over static")
+                        quantity="sustained load under a p95 bound, continuous over static", premises=setting)
 
 
-def load_rows(df: pd.DataFrame, params: Params, pairs: pd.DataFrame) -> list[claims.Claim]:
+def load_rows(df: pd.DataFrame, params: Params, pairs: pd.DataFrame,
+              setting: list[claims.Premise] | None = None) -> list[claims.Claim]:
+    """The sustained-load targets, per dataset and arrival process, under the claims' setting."""
     rep = analysis.replayed(df)
-    return [_load_row(ds, arrival, g, params, of_dataset(pairs, ds))
+    return [_load_row(ds, arrival, g, params, of_dataset(pairs, ds), setting or [])
             for (ds, arrival), g in rep.groupby(["dataset", "arrival"])]
 
 
@@ -109,7 +113,7 @@ def _high(g: pd.DataFrame, high_load: float) -> pd.DataFrame:
     return hi if len(hi) else g[g.load_frac == g.load_frac.max()]
 
 
-def _lane_target(ds: str, g: pd.DataFrame, params: Params, pairs: pd.DataFrame) -> claims.Claim:
+def _lane_target(ds: str, g: pd.DataFrame, params: Params, pairs: pd.DataFrame, setting: list) -> claims.Claim:
     lp = params.load
     hi = _high(g, lp.high_load)
     cont, stat = hi[hi.policy == "continuous"], hi[hi.policy == "static"]
@@ -117,11 +121,11 @@ def _lane_target(ds: str, g: pd.DataFrame, params: Params, pairs: pd.DataFrame) 
                        what="continuous batching's lane utilisation")
     est = widened(intervals.bootstrap_ci(cont.lane_util, groups=clusters(cont)), err)
     return claims.claim(STUDY, f"target-lane-util-{ds}", "lane utilisation >= 90% under continuous batching at "
-                        "high load", ">= 0.90 (issue target)", estimate=est, threshold=lp.target_util,
+                        "high load", ">= 0.90 (harness target)", estimate=est, threshold=lp.target_util,
                         unit="of lanes", source="emulated", machine_busy=busy(g, pairs),
                         scale=f"{ds}, loads >= {lp.high_load} x capacity, {int(g.lanes.iloc[0])}-lane op"
                               f"{shrunk(params, TRACE_WORK)}",
-                        quantity="lane utilisation of the distance op under continuous batching",
+                        quantity="lane utilisation of the distance op under continuous batching", premises=setting,
                         reason=f"{traces_words(cont)}; static at the same loads: {stat.lane_util.median():.3f} "
                                "(median); a busy slot launches all its p x D lanes (candidates its visited set "
                                "drops are masked, not compacted into one task array as in the paper); "
@@ -218,7 +222,7 @@ def lane_rows(df: pd.DataFrame, params: Params, pairs: pd.DataFrame,
     out = []
     for ds, g in rep.groupby("dataset"):
         mine = of_dataset(pairs, ds)
-        out += [_lane_target(ds, g, params, mine), _busy(ds, g, params, mine, setting or [])]
+        out += [_lane_target(ds, g, params, mine, setting or []), _busy(ds, g, params, mine, setting or [])]
         if "p95_jitter_s" in g:
             out.append(_smooth(ds, g, params, mine, setting or []))
     return out

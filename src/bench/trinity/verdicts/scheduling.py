@@ -99,12 +99,12 @@ def _targets(tri, ff, sp, est: dict, common: dict) -> list[claims.Claim]:
     (share, e_share, words), (stall, e_stall, _) = est["share"], est["stall"]
     return [
         claims.claim(STUDY, "target-sched-deadline", "Trinity meets the prefill deadline for >= 99% of prefill "
-                     "retrievals at a load where FIFO misses > 5%", ">= 0.99 (issue target)", estimate=share,
+                     "retrievals at a load where FIFO misses > 5%", ">= 0.99 (harness target)", estimate=share,
                      threshold=sp.target_met, unit="of prefill", interval=KG,
                      quantity="share of prefill retrievals within the deadline, Trinity",
                      reason=f"{words}; {e_share.text()}", **common),
         claims.claim(STUDY, "target-sched-stall", "... with a decode stall fraction no worse than FIFO's",
-                     "<= 1.0x FIFO (issue target)", estimate=stall, threshold=1.0, direction="<=",
+                     "<= 1.0x FIFO (harness target)", estimate=stall, threshold=1.0, direction="<=",
                      unit="x FIFO's stall fraction", quantity="decode stall fraction, Trinity over FIFO",
                      reason=f"stall {tri.dec_stall_fraction.median():.3f} vs FIFO {ff.dec_stall_fraction.median():.3f}"
                             f" (medians); {e_stall.text()}; {traces_words(tri)}; {PAIRED}", **common),
