@@ -164,12 +164,12 @@ def sched_sweep_fig(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
             _policy_medians(ax, g, "sweep_value", c, col, label=j == 0 and i == 0)
             ax.set(xlabel=PARAM_LABELS.get(name, name), ylabel=ylabel if j == 0 else None)
         _nines(axes[0][j], "top row")
-        axes[0][j].set_title(f"{PARAM_LABELS.get(name, name).split(' (')[0]} (offered load "
-                             f"{g.total_load.iloc[0]:.2f}: prefill {g.load_frac.iloc[0]:.2f} + decode)", fontsize="small")
+        axes[0][j].set_title(PARAM_LABELS.get(name, name).split(" (")[0])
     axes[1][0].set_ylim(0, max(0.05, float(sw.dec_stall_fraction.max()) * 1.15))
     plotting.legend_below(fig, ncol=5)
     cap = (f"Scheduler parameters the paper leaves open, swept one at a time ({', '.join(params)}; the others as "
-           f"configured) at prefill load {sw.load_frac.iloc[0]:.2f} of capacity plus the decode share: top, share of "
+           f"configured) at prefill load {sw.load_frac.iloc[0]:.2f} of capacity plus the decode share (offered load "
+           f"{sw.total_load.iloc[0]:.2f} x capacity in every panel): top, share of "
            f"prefill retrievals within L_pre,max (dotted: the 0.99 target; the axis is stretched towards 1, so 0.9, 0.99 and 1 lie about evenly apart); bottom, decode stall fraction. Median "
            f"over {sw.repeat.nunique()} seeds, bars min-max. Emulated LLM stages over a replay of real searches "
            f"with measured extend times. " + NO_PAPER)

@@ -59,8 +59,7 @@ def smoothing(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
             ax.errorbar(s.index + (k - 0.5) * 0.015, s["median"], yerr=[s["median"] - s["min"], s["max"] - s["median"]],
                         marker=mk["marker"], mfc=mk["mfc"], mew=1.5, capsize=2, color=col[pol],
                         label=plotting.label_source(words(pol), "emulated") if q == "p50" else None)
-        ax.set(yscale="log", xlabel="offered load (fraction of capacity; the policies drawn a little apart)",
-               ylabel=f"{q} jitter (ms)",
+        ax.set(yscale="log", xlabel="offered load (x capacity)", ylabel=f"{q} jitter (ms)",
                title=f"spread of each window's {q}, {arrival} arrivals")
     notes = _ratio_panel(axes[2], df, claim_load, pairs, col)
     plotting.legend_below(fig, ncol=3)
@@ -68,7 +67,8 @@ def smoothing(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     cap = (f"Latency jitter, static against continuous batching. The paper (section 3.2): \"{paper.SMOOTH.paper}\". "
            f"Ours: a run's requests in arrival order cut into windows ({win} a run, median), each window's p50 and "
            "p95 latency, and their standard deviation over the run (the jitter; the level of either is not what the "
-           "row judges). Left and middle: median over seeds, bars min-max, against load. Right: the smoothing "
+           "row judges). Left and middle: median over seeds, bars min-max, against load (the two policies drawn a "
+           "little apart). Right: the smoothing "
            f"claim as the ledger judges it, static over continuous seed by seed at its setting: {'; '.join(notes)}. "
            "Replay of real searches with measured extend times (emulated serving). " + NO_PAPER)
     return plotting.save(fig, out_png, cap)
