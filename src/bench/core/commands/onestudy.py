@@ -82,7 +82,8 @@ def join(name: str, prof: dict) -> tuple[Path, Path, list]:
     if results / name / "claims.parquet" not in claims:
         raise ConfigError(f"study {name}: no {results / name / 'claims.parquet'} yet (run it without --no-run)")
     md = results / PARTIAL / "claims.md"
-    df = ledger_page.write(claims, md, md.with_suffix(".png"), prof["profile"], history=False)
+    df = ledger_page.write(claims, md, md.with_suffix(".png"), prof["profile"], history=False,
+                           history_dir=results / "history")   # the pipeline's runs, read, never appended to
     page = Path("reports") / prof["profile"] / PARTIAL / "index.html"
     report.build(md.with_suffix(".parquet"), Path(prof["figures_dir"]) / prof["profile"], page, prof["profile"])
     return md, page, [r for r in df.itertuples(index=False) if r.study == name]
