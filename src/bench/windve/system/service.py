@@ -441,6 +441,8 @@ class EmbeddingService:
         if pred is not None:
             headers["x-predicted-time"] = f"{pred.latency * 1e3:.3f}"
             headers["x-predicted-margin"] = f"{pred.margin * 1e3:.3f}"
+        if ans.predicted_finish is not None:   # the batch it ran in, as its last member's admission predicted it
+            headers["x-predicted-batch-time"] = f"{(ans.predicted_finish - arrival) * 1e3:.3f}"
         return Embedded(ans.vectors, headers, dev, ans.predicted_finish)
 
     def answered(self, e: "Embedded") -> None:
