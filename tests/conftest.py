@@ -14,6 +14,20 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("BENCH_STRICT_FIGURES", "1")  # a legend covering data fails a figure test
 
 
+def _interpreter_without_cuda() -> None:
+    """Without CUDA, Triton's interpreter is switched on before anything imports Triton (Triton reads the
+    setting when its language is imported), so the GPU kernels' tests run them on the CPU. The studies use
+    a kernel on the CPU only when asked to (``bench.ann.kernels``), so no other test changes."""
+    from bench.core.machine import devices
+
+    if not devices.cuda_available():
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+        os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "0")
+
+
+_interpreter_without_cuda()
+
+
 def pytest_collection_modifyitems(config, items):
     from bench.core.machine import devices
 
