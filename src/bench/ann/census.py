@@ -42,10 +42,12 @@ class Counts:
 
 
 class Census:
-    """``with Census() as c: ...`` counts what the block does (see the module text) into ``c.counts``."""
+    """``with Census() as c: ...`` counts what the block does (see the module text) into ``c.counts``;
+    ``Census(dry=True)`` does not run the Triton kernels (their outputs hold whatever was allocated)."""
 
-    def __init__(self):
+    def __init__(self, dry: bool = False):
         self.counts = Counts()
+        self.dry = dry          # Triton launches counted, not run (the structure of a search at any size)
         self._paused = 0
         self._modes = None
 

@@ -209,7 +209,8 @@ def kernel_scan(lists: InterleavedLists, lut, cl, cd, k: int, lut_on_chip: bool 
     out_r = torch.empty(nq, nprobe * kp, dtype=torch.int64, device=lut.device)
     kernels.launch(mod.ivfpq_scan, (nq, nprobe), lut, cl, cd, lists.block_start, lists.sizes, lists.codes,
                    lists.norm, out_d, out_r, nprobe, nq, lists.empty_row, MP=lists.mp, LOG_MP=lists.mp.bit_length() - 1, BV=lists.block,
-                   KP=kp, LOG_KP=kp.bit_length() - 1, LUT_ON_CHIP=lut_on_chip)
+                   KP=kp, LOG_KP=kp.bit_length() - 1, LUT_ON_CHIP=lut_on_chip,
+                   outputs=(out_d, out_r))
     return out_d, out_r
 
 

@@ -67,14 +67,19 @@ def module(name: str):
     return mod
 
 
-def launch(kernel, grid, *args, **kw) -> None:
+def launch(kernel, grid, *args, outputs=(), **kw) -> None:
     """Launch ``kernel`` over ``grid``; every active census counts it as one launch (and ignores what the
-    interpreter does inside it: numpy copies there are no host synchronisation of a compiled kernel)."""
+    interpreter does inside it: numpy copies there are no host synchronisation of a compiled kernel). A dry
+    census skips the kernel itself and zeroes its ``outputs`` (structure only, at any size)."""
     for c in _listeners:
         c.on_launch(getattr(kernel, "__name__", None) or getattr(getattr(kernel, "fn", None), "__name__", "kernel"))
     paused = [c.pause() for c in _listeners]
     try:
-        kernel[grid](*args, **kw)
+        if not any(getattr(c, "dry", False) for c in _listeners):
+            kernel[grid](*args, **kw)
+        else:
+            for o in outputs:      # valid values (zeros) where the kernel would have written
+                o.zero_()
     finally:
         for c, p in zip(_listeners, paused):
             c.resume(p)
