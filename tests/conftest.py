@@ -23,6 +23,10 @@ def _interpreter_without_cuda() -> None:
     if not devices.cuda_available():
         os.environ.setdefault("TRITON_INTERPRET", "1")
         os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "0")
+        try:    # imported now, in interpreter mode, before a test switches the setting off for a while
+            import triton  # noqa: F401
+        except ImportError:
+            pass
 
 
 _interpreter_without_cuda()

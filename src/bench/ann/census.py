@@ -77,11 +77,21 @@ class Census:
             self.counts.ops[f"triton:{name}"] = self.counts.ops.get(f"triton:{name}", 0) + 1
 
     def pause(self) -> int:
+        """Leave torch's modes while a kernel runs (the interpreter's own torch calls are not the search's,
+        and would crawl through the modes)."""
         self._paused += 1
+        if self._paused == 1:
+            fmode, dmode = self._modes
+            fmode.__exit__(None, None, None)
+            dmode.__exit__(None, None, None)
         return self._paused
 
     def resume(self, _token: int) -> None:
         self._paused -= 1
+        if self._paused == 0:
+            fmode, dmode = self._modes
+            dmode.__enter__()
+            fmode.__enter__()
 
     # hooks of the torch modes
     def on_method(self, name: str) -> None:
