@@ -54,17 +54,28 @@ def mode(device) -> tuple[str | None, str]:
     return None, "no CUDA and no Triton interpreter (TRITON_INTERPRET=1): torch path"
 
 
+LIB = "bench.ann.kernel_lib"
+
+
 def module(name: str):
-    """The kernel module ``name`` (dotted, absolute), imported (again) in the current interpreter setting."""
+    """The kernel module ``name`` (dotted, absolute), imported (again) in the current interpreter setting,
+    after the helpers it shares (:mod:`bench.ann.kernel_lib`; a module is imported again with them)."""
+    _, lib_fresh = _load(LIB, False)
+    return _load(name, lib_fresh)[0]
+
+
+def _load(name: str, force: bool):
+    """(module, whether it was imported again)."""
     want = interpreting()
     got = _loaded.get(name)
-    if got is not None and got[0] == want:
-        return got[1]
+    if got is not None and got[0] == want and not force:
+        return got[1], False
     mod = importlib.import_module(name)
-    if getattr(mod, "_INTERPRETED", None) != want:     # imported before under the other setting
+    again = force or getattr(mod, "_INTERPRETED", None) != want     # imported before under the other setting
+    if again:
         mod = importlib.reload(mod)
     _loaded[name] = (want, mod)
-    return mod
+    return mod, again
 
 
 def launch(kernel, grid, *args, outputs=(), **kw) -> None:
