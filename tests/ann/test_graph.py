@@ -82,13 +82,15 @@ def test_matmul_candidates_give_the_faiss_knn(small):
     assert "faiss flat" in graph.build_method(2000, graph.GraphParams(), "cpu")
 
 
-def test_a_gpu_builds_the_exact_knn_graph_ten_times_further():
-    """1M vectors (the gpu profile): exact by matmul + topk on CUDA, IVF-flat on the CPU (its limit 200k)."""
+def test_a_gpu_builds_exactly_to_200k_and_by_a_device_ivf_beyond():
+    """Exact by matmul + topk on CUDA up to 200k (the engine target's size), an inverted file on the GPU beyond
+    (the build target's 1M); IVF-flat on the CPU past its limit 200k."""
     p = graph.GraphParams()
     assert graph.exact_limit(p, "cuda") == 200_000 and graph.exact_limit(p, "cpu") == 200_000
-    assert "tiled float32 matmul" in graph.build_method(1_000_000, p, "cuda")
+    assert "tiled float32 matmul" in graph.build_method(200_000, p, "cuda")
+    assert graph.build_method(1_000_000, p, "cuda").startswith("IVF on the device")
     assert "IVF-flat" in graph.build_method(1_000_000, p, "cpu")
-    assert "IVF-flat" in graph.build_method(3_000_000, p, "cuda:0")
+    assert "IVF on the device" in graph.build_method(3_000_000, graph.GraphParams(exact_max_n_cuda=2_000_000), "cuda:0")
 
 
 def test_tree_sum_adds_in_a_fixed_pairwise_order():
