@@ -94,3 +94,17 @@ def test_a_search_is_one_launch_with_no_host_sync_and_few_bytes_per_code(lists, 
     at_1m = F.intermediate_bytes(1024, 32, 100, 16, 1000, 128)      # 1M vectors, 1,000 per list: 32.8M codes
     per_code = sum(v for key, v in at_1m.items() if key != "result") / (1024 * 32 * 1000)
     assert per_code < 5.0, at_1m                                      # bytes written per 16-byte code scanned
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("on_chip", [True, False], ids=["lut-on-chip", "lut-in-cache"])
+def test_the_compiled_kernel_equals_the_reference_on_cuda(on_chip):
+    """On a CUDA host: the kernel compiled by Triton, the same bits as the reference (ties included)."""
+    pytest.importorskip("triton")
+    lists = F.InterleavedLists.build(*_index(), block=8, device="cuda")
+    xq = np.random.default_rng(0).standard_normal((64, lists.dim)).astype(np.float32)
+    r = F.search(lists, xq, 4, 20, lut_on_chip=on_chip)
+    assert r.mode == "triton-cuda"
+    Dr, Ir = F.reference(lists, xq, 4, 20)
+    np.testing.assert_array_equal(r.D.cpu().numpy(), Dr)
+    np.testing.assert_array_equal(r.I.cpu().numpy(), Ir)

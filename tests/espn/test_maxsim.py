@@ -132,3 +132,16 @@ def test_a_resident_table_refuses_bad_shapes():
         maxsim_resident.ResidentTable(bow, lens[:39])
     with pytest.raises(ConfigError, match=r"\[tq, 32\]"):
         maxsim_resident.ResidentTable(bow, lens).score(q[:, :8], [0])
+
+
+@pytest.mark.gpu
+def test_the_compiled_maxsim_kernel_equals_the_torch_path_on_cuda():
+    pytest.importorskip("triton")
+    from bench.espn.system import maxsim_resident
+
+    bow, lens, q = _table(2)
+    table = maxsim_resident.ResidentTable(bow, lens, "cuda")
+    got, mode = table.score(q, np.arange(40))
+    want, _ = table.score(q, np.arange(40), force_torch=True)
+    assert mode == "triton-cuda"
+    np.testing.assert_allclose(got.cpu().numpy(), want.cpu().numpy(), rtol=1e-5, atol=1e-5)

@@ -233,3 +233,17 @@ def test_an_extend_is_one_launch_without_host_sync_where_the_torch_engine_runs_m
     with census.Census() as t:
         torch_eng.extend()
     assert t.counts.launches > 50 and t.counts.syncs == 0, t.counts.ops   # fixed shape: no sync, many ops
+
+
+@pytest.mark.gpu
+def test_the_compiled_graph_kernel_equals_the_reference_on_cuda(tiny_graph):
+    pytest.importorskip("triton")
+    from bench.ann import graph_search
+
+    xb, xq, g = tiny_graph
+    gr = graph_search.Graph.build(xb, g, seed=0, device="cuda")
+    ids, d, slots = graph_search.search(gr, xq, 4, 8, max_iters=32)
+    for i in range(len(xq)):
+        rid, rd, extends, _ = graph_search.reference(gr, xq[i], 4, 8, 32)
+        assert ids[i].tolist() == rid.tolist() and d[i].cpu().numpy().tobytes() == rd.tobytes()
+        assert int(slots.iters[i]) == extends
