@@ -21,8 +21,8 @@ def interpreter(monkeypatch):
     """Triton's interpreter on for the test (the kernels run on the CPU, a program at a time). Triton must
     have been imported with it on (tests/conftest.py switches it on where there is no CUDA)."""
     pytest.importorskip("triton", reason="Triton not installed (the dev extra installs it)")
-    import triton
+    from bench.ann import kernels
 
-    if not triton.knobs.runtime.interpret:
+    if not kernels.triton_interprets():
         pytest.skip("Triton was imported without its interpreter (a CUDA host runs the kernels compiled)")
     monkeypatch.setenv("TRITON_INTERPRET", "1")

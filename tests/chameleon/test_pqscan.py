@@ -250,11 +250,10 @@ def test_the_fused_backend_matches_the_torch_kernel_under_the_interpreter(small_
     """Chameleon's ``gpu`` path without faiss GPU (backends.Fused) run by Triton's interpreter on the CPU:
     the same neighbours as the project's torch kernel (6 programs: 3 queries x 2 probed lists)."""
     pytest.importorskip("triton")
-    import triton
-
+    from bench.ann import kernels
     from bench.chameleon.system import backends
 
-    if not triton.knobs.runtime.interpret:
+    if not kernels.triton_interprets():
         pytest.skip("Triton imported without its interpreter (CUDA host)")
     index, _, xq = small_index
     cfg = backends.Fused(index, 2, device="cpu", block=16)

@@ -33,6 +33,15 @@ def interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0").strip().lower() in ("1", "true", "on", "yes")
 
 
+def triton_interprets() -> bool:
+    """Whether the Triton already imported decorates in interpreter mode (Triton reads the setting when its
+    language module is imported; ``triton.knobs`` where it has them, the environment before that)."""
+    import triton
+
+    knobs = getattr(triton, "knobs", None)
+    return bool(knobs.runtime.interpret) if knobs is not None else interpreting()
+
+
 def triton_installed() -> bool:
     try:
         import triton  # noqa: F401
