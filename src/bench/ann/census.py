@@ -8,9 +8,10 @@ that runs on a GPU.
 - launches: every torch operator that does device work (views, allocations and scalar reads excluded: on
   CUDA each of the rest is at least one kernel launch) plus every Triton launch
   (:func:`bench.ann.kernels.launch`);
-- syncs: every read of device data by the host (``item``/``bool``/``int``, ``.cpu()``, ``.numpy()``,
-  ``.tolist()``, and the operators whose output size depends on the data: ``nonzero``, ``unique``,
-  ``masked_select``, ``repeat_interleave`` without ``output_size``);
+- syncs: every read of device data by the host (``item``/``bool``/``int``, ``.cpu()`` or ``.to("cpu")``
+  (``.numpy()`` of a device tensor needs one first), ``.tolist()``, and the operators whose output size
+  depends on the data: ``nonzero``, ``unique``, ``masked_select``, ``repeat_interleave`` without
+  ``output_size``);
 - h2d: arrays the host hands to torch (``from_numpy`` / ``as_tensor`` of a numpy array): on CUDA each is a
   host-to-device copy, planned on the host;
 - bytes: the bytes of every tensor an operator or an allocation creates (an upper bound of the bytes an
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 
-SYNC_METHODS = {"numpy", "cpu", "tolist", "__array__"}
+SYNC_METHODS = {"cpu", "tolist"}      # ``.numpy()`` needs ``.cpu()`` first on a device: counted there
 SYNC_OPS = {"_local_scalar_dense", "nonzero", "unique", "_unique", "_unique2", "unique_dim", "unique_consecutive",
             "masked_select", "nonzero_static"}
 NO_WORK = {"empty", "empty_strided", "empty_like", "lift_fresh", "detach", "alias", "_local_scalar_dense",
@@ -94,8 +95,9 @@ class Census:
             fmode.__enter__()
 
     # hooks of the torch modes
-    def on_method(self, name: str) -> None:
-        if not self._paused and name in SYNC_METHODS:
+    def on_method(self, name: str, args=(), kwargs=None) -> None:
+        to_cpu = name == "to" and any(str(a) == "cpu" for a in (*args[1:], *(kwargs or {}).values()))
+        if not self._paused and (name in SYNC_METHODS or to_cpu):
             self.counts.syncs += 1
             self.counts.sync_sites.append(name)
 
@@ -134,7 +136,7 @@ def _modes(census: Census):
 
     class _F(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
-            census.on_method(getattr(func, "__name__", ""))
+            census.on_method(getattr(func, "__name__", ""), args, kwargs)
             return func(*args, **(kwargs or {}))
 
     class _D(TorchDispatchMode):
