@@ -8,10 +8,10 @@ that runs on a GPU.
 - launches: every torch operator that does device work (views, allocations and scalar reads excluded: on
   CUDA each of the rest is at least one kernel launch) plus every Triton launch
   (:func:`bench.ann.kernels.launch`);
-- syncs: every read of device data by the host (``item``/``bool``/``int``, ``.cpu()`` or ``.to("cpu")``
-  (``.numpy()`` of a device tensor needs one first), ``.tolist()``, and the operators whose output size
-  depends on the data: ``nonzero``, ``unique``, ``masked_select``, ``repeat_interleave`` without
-  ``output_size``);
+- syncs: every read of device data by the host (``item``/``bool``/``int``, ``.cpu()`` (``.numpy()`` of a
+  device tensor needs it first), ``.tolist()``, and the operators whose output size depends on the data:
+  ``nonzero``, ``unique``, ``masked_select``, ``repeat_interleave`` without ``output_size``); a
+  ``.to(device)`` is not counted (on a CPU census it cannot tell a read from a copy to the device);
 - h2d: arrays the host hands to torch (``from_numpy`` / ``as_tensor`` of a numpy array): on CUDA each is a
   host-to-device copy, planned on the host;
 - bytes: the bytes of every tensor an operator or an allocation creates (an upper bound of the bytes an
@@ -95,9 +95,8 @@ class Census:
             fmode.__enter__()
 
     # hooks of the torch modes
-    def on_method(self, name: str, args=(), kwargs=None) -> None:
-        to_cpu = name == "to" and any(str(a) == "cpu" for a in (*args[1:], *(kwargs or {}).values()))
-        if not self._paused and (name in SYNC_METHODS or to_cpu):
+    def on_method(self, name: str) -> None:
+        if not self._paused and name in SYNC_METHODS:
             self.counts.syncs += 1
             self.counts.sync_sites.append(name)
 
@@ -136,7 +135,7 @@ def _modes(census: Census):
 
     class _F(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
-            census.on_method(getattr(func, "__name__", ""), args, kwargs)
+            census.on_method(getattr(func, "__name__", ""))
             return func(*args, **(kwargs or {}))
 
     class _D(TorchDispatchMode):
