@@ -31,6 +31,24 @@ def pytest_addoption(parser):
                      help="one study's checks: its own and every profile-wide one (tests/conftest.py)")
 
 
+def _interpreter_without_cuda() -> None:
+    """Without CUDA, Triton's interpreter is switched on before anything imports Triton (Triton reads the
+    setting when its language is imported), so the GPU kernels' tests run them on the CPU. The studies use
+    a kernel on the CPU only when asked to (``bench.ann.kernels``), so no other test changes."""
+    from bench.core.machine import devices
+
+    if not devices.cuda_available():
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+        os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "0")
+        try:    # imported now, in interpreter mode, before a test switches the setting off for a while
+            import triton  # noqa: F401
+        except ImportError:
+            pass
+
+
+_interpreter_without_cuda()
+
+
 def pytest_collection_modifyitems(config, items):
     study = config.getoption("--study")
     if study:
