@@ -90,3 +90,25 @@ def test_the_second_reading_is_another_file_than_psutils():
     pid = os.getpid()
     a, b = footprint.smaps_pss(pid), footprint.smaps_rollup_pss(pid)
     assert a and b and abs(a - b) <= 0.10 * b
+
+
+def test_the_sampler_reads_smaps_as_the_measured_phase_begins():
+    """The smaps check lands in the measured phase: the first reading that starts after ``measured`` turns
+    true is taken at once (no wait for the interval) and carries the check, whatever the count before it."""
+    import os
+    import time
+
+    flag = {"on": False}
+    with footprint.Sampler([os.getpid()], interval_s=5.0, independent_every=100,
+                           measured=lambda: flag["on"]) as s:
+        deadline = time.monotonic() + 10
+        while not s.samples and time.monotonic() < deadline:
+            time.sleep(0.02)
+        t_flip = time.monotonic()
+        flag["on"] = True
+        while len([x for x in s.samples if x["t"] >= t_flip]) < 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        waited = time.monotonic() - t_flip
+    after = [x for x in s.samples if x["t"] >= t_flip]
+    assert "pss_smaps_bytes" in s.samples[0]   # the very first reading checks too
+    assert after and "pss_smaps_bytes" in after[0] and waited < 4   # not the 5 s interval

@@ -4,8 +4,11 @@
 - ``kind=step``: one row per rank and step (wait / copy / compute seconds, warm-up apart);
 - ``kind=run``: one row per run (status ok/oom, corpus loading time, summed PSS peak and mean over the
   measured steps, USS, RSS, the paper's method = main RSS x replicas, the loader's own footprint,
-  RAMDISK bytes, the PSS check against smaps_rollup);
+  RAMDISK bytes, the PSS check against /proc/<pid>/smaps over the readings of the measured phase and
+  how many there were);
 - ``kind=memory``: the memory readings of the process tree, each tagged with the phase it fell in.
+
+Every row says where it ran (``device``, and ``gpus``: the GPUs the run used, 0 on CPU).
 """
 from __future__ import annotations
 
@@ -20,21 +23,39 @@ from ..system.stores import make_store
 from ..system.train import RunSpec
 
 
-def _phase_of(t: float, res: dict) -> str:
-    if t < res["t_loaded"]:
+def _window(res: list[dict]) -> tuple[float, float, float]:
+    """(loaded, measured from, measured until) of a run: the last rank to load and to begin its measured
+    steps, the first to end them; memory inside that window is memory of every rank's measured steps."""
+    return (max(r["t_loaded"] for r in res), max(r["t_measured"] for r in res), min(r["t_end"] for r in res))
+
+
+def _phase_of(t: float, window: tuple[float, float, float]) -> str:
+    loaded, start, end = window
+    if t < loaded:
         return "load"
-    return "measured" if t >= res["t_measured"] else "warmup"
+    return "warmup" if t < start else "measured" if t <= end else "end"
 
 
 def _memory_rows(out: launch.Outcome, base: dict) -> list[dict]:
-    res = out.results[0] if out.results else None
+    """One row per memory reading, tagged with its phase (``load``, ``warmup``, ``measured``: while every
+    rank runs its measured steps, ``end``: after the first rank finished them)."""
+    window = _window(out.results) if out.results else None
     t0 = out.samples[0]["t"] if out.samples else 0.0
     rows = []
     for s in out.samples:
         row = {k: v for k, v in s.items() if k not in ("t", "procs")}
         rows.append({**base, "kind": "memory", "t_rel_s": s["t"] - t0,
-                     "phase": _phase_of(s["t"], res) if res else "load", **row})
+                     "phase": _phase_of(s["t"], window) if window else "load", **row})
     return rows
+
+
+def _smaps_check(window: pd.DataFrame) -> dict:
+    """The smaps check over the readings of the measured phase only (none: no check, NaN): how many there
+    were and the largest distance of psutil's summed PSS outside their bracket."""
+    smaps = window.dropna(subset=["pss_smaps_bytes"]) if "pss_smaps_bytes" in window else window.iloc[:0]
+    rel = np.array([footprint.smaps_disagreement(r) for _, r in smaps.iterrows()])
+    return {"n_smaps_measured": int(rel.size),
+            "pss_smaps_max_reldiff": float(rel.max()) if rel.size else float("nan")}
 
 
 def _run_row(out: launch.Outcome, spec: RunSpec, base: dict, extra_bytes: int) -> dict:
@@ -43,27 +64,22 @@ def _run_row(out: launch.Outcome, spec: RunSpec, base: dict, extra_bytes: int) -
            "wall_s": out.wall_s, "ramdisk_bytes": extra_bytes, **out.cap}
     if out.status != "ok":
         return row
-    t_meas = max(r["t_measured"] for r in out.results)
-    t_end = min(r["t_end"] for r in out.results)
+    _, t_meas, t_end = _window(out.results)
     mem = pd.DataFrame(out.samples)
-    window = mem[(mem.t >= t_meas) & (mem.t <= t_end)]
-    window = window if len(window) else mem
-    # the check against smaps_rollup uses readings of the steady measured phase when there are some
-    # (during loading, memory changes between a process's two readings)
-    checked = window if "pss_smaps_bytes" in window and window.pss_smaps_bytes.notna().any() else mem
-    smaps = checked.dropna(subset=["pss_smaps_bytes"]) if "pss_smaps_bytes" in checked else mem.iloc[:0]
-    rel = np.array([footprint.smaps_disagreement(r) for _, r in smaps.iterrows()])
+    in_phase = mem[(mem.t >= t_meas) & (mem.t <= t_end)]
+    window = in_phase if len(in_phase) else mem
     main_rss_peak = float(mem.main_rss_bytes.max())
     row.update({
         "load_s": float(np.mean([r["load_s"] for r in out.results])),
         "load_s_max": float(np.max([r["load_s"] for r in out.results])),
         "pss_peak_bytes": float(mem.pss_bytes.max()) + extra_bytes,
         "pss_mean_bytes": float(window.pss_bytes.mean()) + extra_bytes,
+        "n_memory_measured": int(len(in_phase)),
         "uss_peak_bytes": float(mem.uss_bytes.max()), "rss_peak_bytes": float(mem.rss_bytes.max()),
         # the paper: the main process's RSS (psutil), times the GPU count for DDP only
         "paper_mem_bytes": main_rss_peak * (spec.replicas if spec.parallel == "ddp" else 1) + extra_bytes,
         "loader_pss_bytes": float(sum(r["loader_pss_bytes"] for r in out.results)),
-        "pss_smaps_max_reldiff": float(rel.max()) if rel.size else float("nan"),
+        **_smaps_check(in_phase),
         "n_memory_samples": int(len(mem)), "torch_threads": out.results[0]["torch_threads"],
         "pin_memory_applied": out.results[0]["pin_memory_applied"],
         # start-up of the ranks (fork from the server to the body's first line): in no rate or step time
@@ -99,7 +115,8 @@ def measure_run(spec: RunSpec, base: dict, *, ramdisk: bool = False, cold_cache:
             "num_workers": spec.num_workers, "pin_memory": spec.pin_memory,
             "worker_start_method": spec.worker_start_method, "ramdisk": ramdisk, "cold_cache": cold_cache,
             "batch_per_replica": spec.batch_per_replica, "max_length": spec.max_length, "source": "measured",
-            "device": spec.device, "implementation": train.implementation(spec.parallel, spec.device)}
+            "device": spec.device, "gpus": spec.replicas if spec.device == "cuda" else 0,
+            "implementation": train.implementation(spec.parallel, spec.device)}
     files = make_store(spec.loader, spec.bundle_dir).files()
     ctx = filecache.RamdiskCopy(spec.bundle_dir, files) if ramdisk else contextlib.nullcontext()
     with ctx as rd:

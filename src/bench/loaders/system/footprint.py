@@ -111,25 +111,50 @@ def smaps_disagreement(row) -> float:
 
 class Sampler:
     """Samples :func:`reading` every ``interval_s`` in a background thread of the launching process
-    (outside the measured processes); every ``independent_every``-th reading adds smaps_rollup."""
+    (outside the measured processes); every ``independent_every``-th reading adds the ``/proc/<pid>/smaps``
+    check. ``measured``: a no-argument callable, true once every rank has begun its measured steps; the
+    first reading after it turns true is taken at once and with the check, and the count restarts there, so
+    the check reads memory in the measured phase (where the memory claims read it) whenever that phase
+    outlasts one reading."""
 
-    def __init__(self, pids, interval_s: float = 0.1, independent_every: int = 4, per_process: bool = False):
+    POLL_S = 0.02   # how often the wait between readings looks at ``measured``
+
+    def __init__(self, pids, interval_s: float = 0.1, independent_every: int = 4, per_process: bool = False,
+                 measured=None):
         if interval_s <= 0:
             raise ConfigError(f"memory sampling interval must be > 0, got {interval_s}")
         self.pids, self.interval, self.every = list(pids), interval_s, max(1, independent_every)
-        self.per_process = per_process
+        self.per_process, self.measured = per_process, measured
         self.samples: list[dict] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="pss-sampler", daemon=True)
 
+    def _in_measured(self) -> bool:
+        return bool(self.measured is not None and self.measured())
+
     def _loop(self):
-        k = 0
+        k, was = 0, False
         while not self._stop.is_set():
+            now = self._in_measured()
+            if now and not was:
+                k = 0   # the measured phase's first reading carries the smaps check
+            was = now
             row = reading(self.pids, independent=(k % self.every == 0), per_process=self.per_process)
             if row["n_procs"]:
                 self.samples.append(row)
             k += 1
+            self._wait(was)
+
+    def _wait(self, was: bool) -> None:
+        """Wait one interval, or less: until ``measured`` turns true (not yet true at the last reading)."""
+        if self.measured is None or was:
             self._stop.wait(self.interval)
+            return
+        end = time.monotonic() + self.interval
+        while not self._stop.is_set() and (left := end - time.monotonic()) > 0:
+            if self._in_measured():
+                return
+            self._stop.wait(min(left, self.POLL_S))
 
     def __enter__(self):
         self._thread.start()

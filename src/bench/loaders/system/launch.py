@@ -24,6 +24,7 @@ import multiprocessing as mp
 import os
 import signal
 import socket
+import tempfile
 import time
 from multiprocessing.connection import wait
 
@@ -176,9 +177,10 @@ def _cause_first(failure: tuple[int, object]) -> tuple[int, int]:
 
 
 def run_processes(bodies, *, what: str, timeout_s: float = 300.0, cap_bytes: int | None = None,
-                  sample_interval_s: float = 0.1, per_process: bool = False) -> Outcome:
+                  sample_interval_s: float = 0.1, per_process: bool = False, measured=None) -> Outcome:
     """Start one process per ``bodies[i]`` (a picklable no-argument callable returning a picklable result)
-    and sample the memory of their tree until all have answered; see the module docstring for failures."""
+    and sample the memory of their tree until all have answered (``measured``: true once the measured phase
+    has begun, see :class:`footprint.Sampler`); see the module docstring for failures."""
     ctx = context()
     cap = footprint.MemoryCap(cap_bytes) if cap_bytes else None
     t0 = time.monotonic()
@@ -192,7 +194,8 @@ def run_processes(bodies, *, what: str, timeout_s: float = 300.0, cap_bytes: int
         for _, w in pipes:
             w.close()
         try:
-            with footprint.Sampler([p.pid for p in procs], sample_interval_s, per_process=per_process) as sampler:
+            with footprint.Sampler([p.pid for p in procs], sample_interval_s, per_process=per_process,
+                                   measured=measured) as sampler:
                 results, failures = _collect(procs, [r for r, _ in pipes], t0 + timeout_s)
         except TimeoutError:
             kill_tree(procs)
@@ -218,17 +221,31 @@ def run_processes(bodies, *, what: str, timeout_s: float = 300.0, cap_bytes: int
 
 def launch(spec: train.RunSpec, *, timeout_s: float = 300.0, cap_bytes: int | None = None,
            sample_interval_s: float = 0.1, per_process: bool = False) -> Outcome:
-    """Run ``spec`` (DP: one process; DDP: ``replicas`` ranks) and sample the memory of its tree."""
+    """Run ``spec`` (DP: one process; DDP: ``replicas`` ranks) and sample the memory of its tree; each rank
+    marks its measured phase in a fresh folder (:func:`train.mark_measured`), so the sampler's smaps check
+    reads memory in that phase."""
     spec.check()
     if spec.parallel == "ddp" and not spec.port:
         spec = dataclasses.replace(spec, port=free_port())
-    if spec.parallel == "dp":
-        bodies = [functools.partial(train.run_dp, spec)]
-    else:
-        bodies = [functools.partial(train.run_rank, r, spec) for r in range(spec.replicas)]
-    return run_processes(bodies, what=f"{spec.parallel} run of loader {spec.loader!r} with {spec.replicas} "
-                         "replica(s)", timeout_s=timeout_s, cap_bytes=cap_bytes,
-                         sample_interval_s=sample_interval_s, per_process=per_process)
+    ranks = 1 if spec.parallel == "dp" else spec.replicas
+    with tempfile.TemporaryDirectory(prefix="bench-phase-") as phase_dir:
+        spec = dataclasses.replace(spec, phase_dir=phase_dir)
+        if spec.parallel == "dp":
+            bodies = [functools.partial(train.run_dp, spec)]
+        else:
+            bodies = [functools.partial(train.run_rank, r, spec) for r in range(spec.replicas)]
+        return run_processes(bodies, what=f"{spec.parallel} run of loader {spec.loader!r} with {spec.replicas} "
+                             "replica(s)", timeout_s=timeout_s, cap_bytes=cap_bytes,
+                             sample_interval_s=sample_interval_s, per_process=per_process,
+                             measured=functools.partial(_all_measured, phase_dir, ranks))
+
+
+def _all_measured(phase_dir: str, ranks: int) -> bool:
+    """Whether every rank has marked the start of its measured steps in ``phase_dir``."""
+    try:
+        return len(os.listdir(phase_dir)) >= ranks
+    except FileNotFoundError:
+        return False
 
 
 def launch_fn(fn, *, timeout_s: float = 300.0, sample_interval_s: float = 0.1) -> Outcome:

@@ -72,6 +72,7 @@ class RunSpec:
     dist_timeout_s: float = 60.0
     kill_rank_at_step: int = -1    # fault injection (tests): rank ``kill_rank`` SIGKILLs itself at this step
     kill_rank: int = 0
+    phase_dir: str | None = None   # each rank marks its measured phase here (the launcher's memory sampler reads it)
 
     def check(self) -> "RunSpec":
         check_loader(self.loader)
@@ -189,6 +190,7 @@ def _steps(spec: RunSpec, loader, train_step, rank: int = 0) -> tuple[list[dict]
             os.kill(os.getpid(), 9)
         if s == spec.warmup_steps:
             t_measured = time.monotonic()
+            mark_measured(spec, rank)
         t0 = time.perf_counter()
         batch = next(it)
         t1 = time.perf_counter()
@@ -203,6 +205,14 @@ def _steps(spec: RunSpec, loader, train_step, rank: int = 0) -> tuple[list[dict]
                      "t_end": time.monotonic()})
     del it
     return rows, t_measured
+
+
+def mark_measured(spec: RunSpec, rank: int) -> None:
+    """Tell the launcher's memory sampler that this rank has begun its measured steps: an empty file
+    ``measured.<rank>`` in ``spec.phase_dir`` (nothing without one), so its smaps check reads memory in the
+    phase the memory claims judge."""
+    if spec.phase_dir:
+        open(os.path.join(spec.phase_dir, f"measured.{rank}"), "w").close()
 
 
 def worker_start_method(spec: RunSpec) -> str | None:
