@@ -258,3 +258,12 @@ def test_captions_quote_the_paper_and_state_its_setting(tmp_path):
     t3 = (tmp_path / "t3.caption.rst").read_text()
     assert "DDP on 4 GPUs" in t3 and "on 2 replicas" in t3 and "never judge" in t3
     assert "multiply the reported memory usage by the number of GPUs" in (tmp_path / "t2.caption.rst").read_text()
+
+
+def test_linear_memory_row_names_an_oom_in_memory_run(tmp_path):
+    """in-memory DDP at 2 replicas OOM-killed: the row stays, decides nothing from it and says why."""
+    path = train_records(tmp_path / "oom.parquet", oom=True)
+    rows = {r.claim_id: r for r in claims.build(records.read_kinds({"train": [path]}), STUDY.parameters({}), "t")}
+    r = rows["inmem-ddp-memory-linear"]
+    assert r.verdict != C.REPRODUCED and "OOM-killed" in r.reason
+    assert "target-irds-15pct-pss" in rows and "DDP, 1 replica" in rows["target-irds-15pct-pss"].scale

@@ -307,7 +307,7 @@ def _linear(df, shrunk: str, n: int) -> claims.Claim:
                f"rank's PSS growth when loading) grow {copies:.2f}x, the rest is shared library pages PSS splits "
                "between ranks. OOM beyond 2 replicas needs a corpus near the machine's memory (small/paper "
                "profiles, memory cap). The paper's own estimate (main RSS x GPUs) is 2x by construction, so it "
-               "does not judge")
+               f"does not judge{_oom_note(df)}")
 
 
 def _smaps_check(runs: pd.DataFrame) -> claims.Claim:
@@ -337,11 +337,21 @@ def _smaps_check(runs: pd.DataFrame) -> claims.Claim:
                "kernel's one PSS accounting: it checks psutil's reading and our tree summation, not the kernel")
 
 
+def _oom_note(df) -> str:
+    """In-memory DDP runs killed by the memory cap (the paper's OOM cells), in words ('' when none)."""
+    r = A.runs(df[(df.option == "grid") & (df.loader == "in-memory") & (df.parallel == "ddp")])
+    oom = sorted(set(r[r.status == "oom"].replicas.astype(int))) if len(r) else []
+    return f"; in-memory DDP at {', '.join(map(str, oom))} replicas was OOM-killed under the memory cap" if oom else ""
+
+
 def _memory_claims(df, shrunk: str, extra_runs: pd.DataFrame | None = None) -> list[claims.Claim]:
+    """The memory rows at the most DDP ranks in-memory ran (a configuration OOM-killed beyond it is said)."""
     out = [_irds_memory(df, shrunk)]
-    n = A.max_replicas(df)
-    if n:
-        out.append(_irds_target(df, shrunk, n))
+    both = [n for p, n in _share_configs(df) if p == "ddp"]
+    if both:
+        out.append(_irds_target(df, shrunk, max(both)))
+    n = A.max_replicas(df[df.loader == "in-memory"])
+    n = n if n >= 2 else A.max_replicas(df)   # in-memory OOM-killed at every count above 1: the row says so
     if n >= 2:
         out.append(_linear(df, shrunk, n))
     runs = pd.concat([A.runs(df), *([] if extra_runs is None else [extra_runs])], ignore_index=True)
