@@ -31,7 +31,7 @@ def _one_round(rng, rid, loader, par, n, option, value, status, mem, tput, why, 
             "device": device, "gpus": n if device == "cuda" else 0}
     run = {**base, "kind": "run", "phase": "measured", "status": status, "why": why,
            "pss_peak_bytes": mem * n, "pss_mean_bytes": mem * n, "paper_mem_bytes": mem * 1.3 * n,
-           "loader_pss_bytes": mem / 4 * n, "pss_smaps_max_reldiff": 0.01, "n_smaps_measured": 2, "load_s": 0.1}
+           "loader_pss_bytes": mem / 4 * n, "pss_smaps_max_reldiff": 0.01, "n_smaps_checked": 1, "held_vs_measured": 0.01, "load_s": 0.1}
     if status != "ok":
         return [run]
     rows = [run]

@@ -92,13 +92,45 @@ def test_memory_reads_only_the_measured_phase(tmp_path):
 def test_the_smaps_check_counts_readings_of_the_measured_phase(tmp_path):
     rows = _rows(tmp_path)
     r = rows["target-pss-agrees-with-smaps"]
-    assert "smaps readings in the measured phase" in r.scale and r.scale.split()[0].isdigit()
+    assert "smaps readings of the measured phase's memory" in r.scale and r.scale.split()[0].isdigit()
     df = records.read(train_records(tmp_path / "none.parquet", oom=False))
-    df.loc[df.kind == "run", "n_smaps_measured"] = 0
+    df.loc[df.kind == "run", "n_smaps_checked"] = 0
     p = records.write(tmp_path / "none2.parquet", df, df.attrs.get("provenance", {}))
     none = {x.claim_id: x for x in claims.build(records.read_kinds({"train": [p]}), STUDY.parameters({}), "t")}
     r = none["target-pss-agrees-with-smaps"]
-    assert r.verdict == C.INCONCLUSIVE and r.ours is None and "no smaps reading fell in the measured phase" in r.reason
+    assert r.verdict == C.INCONCLUSIVE and r.ours is None and "no smaps reading read the memory of the measured" in r.reason
+    # a held reading far from the run's measured memory is not that phase's state: left out, and said
+    df = records.read(train_records(tmp_path / "far.parquet", oom=False))
+    df.loc[(df.kind == "run") & (df.run_id == "indexed/dp/1"), ["held_vs_measured", "pss_smaps_max_reldiff"]] = (0.3, 0.5)
+    p = records.write(tmp_path / "far2.parquet", df, df.attrs.get("provenance", {}))
+    far = {x.claim_id: x for x in claims.build(records.read_kinds({"train": [p]}), STUDY.parameters({}), "t")}
+    r = far["target-pss-agrees-with-smaps"]
+    assert r.verdict == C.REPRODUCED and r.ours == pytest.approx(0.01) and "were left out" in r.reason
+
+
+def test_the_run_rows_check_smaps_on_the_held_memory_only():
+    """The run row's check reads the reading taken while every rank held its measured memory, never a
+    reading of the load phase, and says how far the held memory lies from the measured steps'."""
+    from bench.loaders.steps import _run_rows
+    from bench.loaders.system import launch
+
+    def reading(t, pss, check=False, smaps=None):
+        r = {"t": t, "n_procs": 1, "pss_bytes": pss, "uss_bytes": pss, "rss_bytes": pss, "main_rss_bytes": pss}
+        if smaps is not None:
+            r.update(pss_smaps_bytes=smaps, pss_smaps_lo=smaps, pss_smaps_hi=smaps)
+        return {**r, "check": True} if check else r
+
+    res = [{"t_loaded": 1.0, "t_measured": 2.0, "t_measured_end": 4.0, "t_end": 5.0, "load_s": 0.1,
+            "loader_pss_bytes": 1.0, "torch_threads": 1, "pin_memory_applied": False, "rows": []}]
+    samples = [reading(0.5, 50.0, smaps=10.0), reading(2.5, 100.0), reading(3.5, 102.0),
+               reading(4.2, 101.0, check=True, smaps=100.0), reading(4.8, 60.0)]
+    out = launch.Outcome("ok", res, samples, 5.0)
+    spec = type("S", (), {"replicas": 1, "parallel": "dp"})()
+    row = _run_rows._run_row(out, spec, {}, 0)
+    assert row["n_smaps_checked"] == 1 and row["pss_smaps_max_reldiff"] == pytest.approx(0.01)
+    assert row["held_vs_measured"] == pytest.approx(0.0) and row["n_memory_measured"] == 2
+    phases = [m["phase"] for m in _run_rows._memory_rows(out, {})]
+    assert phases == ["load", "measured", "measured", "held", "end"]
 
 
 def _gpu_rows(tmp_path, tput):

@@ -163,9 +163,9 @@ def table1_samples_per_s(data: dict[str, pd.DataFrame], out_png: Path) -> list[P
            f"samples of all replicas over the slowest rank's step (loading and tokenization included, unlike the "
            f"authors' timer). Every interval is the ledger's: {A.n_rounds(st)} rounds of fresh processes resampled "
            f"first, then their steps. Top right: % vs in-memory in the same configuration, ours (bars) and the "
-           f"paper's (stars, computed from its Table 1), the ratio in-memory-not-faster (1 replica) and "
-           f"irds-ahead-multi-gpu (2 or more) judge; in-memory itself is the reference, the line at 0%. Bottom left: "
-           f"DDP over DP per loader at 2 replicas, the ratio ddp-faster-than-dp judges over every loader ({worst}). "
+           f"paper's (stars, computed from its Table 1), the ratio the ledger's rows 'in-memory is not faster' (1 "
+           f"replica) and 'ir_datasets ahead with two or more GPUs' (2 or more) judge; in-memory itself is the reference, the line at 0%. Bottom left: "
+           f"DDP over DP per loader at 2 replicas, the ratio the ledger's row 'DDP is slightly faster than DP' judges over every loader ({worst}). "
            f"Bottom right: the paper's values at their scale. OOM: killed by the memory cap.{_stand_in(df)} "
            f"Scale: {D.scale(df)}; {P.SCALE}.")
     return [*plotting.save(fig, out_png, cap), md]
@@ -268,8 +268,8 @@ def table2_memory(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
            f"is counted twice), median of the readings while every rank ran its measured steps, with the ledger's "
            f"interval ({A.n_rounds(A.steps(A.grid(df)))} rounds of fresh processes resampled first). Top right: the "
            f"paper's estimate on the same runs (main process RSS, times the replicas for DDP, peak). Bottom left: "
-           f"ir_datasets over in-memory per configuration, what irds-memory-7-15pct judges, against the top of the "
-           f"paper's range. Bottom right: the paper's values at their scale. Every process here also holds torch "
+           f"ir_datasets over in-memory per configuration, what the ledger's row 'ir_datasets needs 6.9-15.0% of "
+           f"in-memory's memory' judges, against the top of the paper's range. Bottom right: the paper's values at their scale. Every process here also holds torch "
            f"and the model (a few hundred MB), which the small collection does not dwarf as the paper's 22 GB did: "
            f"the memory rows are out of reach at this scale. Scale: {D.scale(df)}; {P.SCALE}.")
     return [*plotting.save(fig, out_png, cap), md]
@@ -312,7 +312,7 @@ def memory_duplication(data: dict[str, pd.DataFrame], out_png: Path) -> list[Pat
     plotting.legend_below(fig, ncol=n_keys if n_keys <= 4 else (n_keys + 1) // 2)
     cap = (f"Beyond the paper: summed PSS of the process tree with N replicas over that with one, per loader "
            f"(readings during the measured steps; the ledger's 95% interval: rounds of fresh processes resampled first, "
-           f"then readings); in-memory under DDP is what inmem-ddp-memory-linear judges. DDP gives "
+           f"then readings); in-memory under DDP is what the ledger's row 'in-memory's memory grows linearly with DDP ranks' judges. DDP gives "
            f"every rank its own process, model and, for in-memory, its own copy of the corpus; DP threads "
            f"share one process. Stars: the same ratio computed from the paper's Table 2, whose memory is the "
            f"main process's RSS times the GPU count (so DDP is 2x there by construction). {D.impl(df)}. "

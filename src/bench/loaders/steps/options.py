@@ -65,5 +65,5 @@ def _round(ctx: Context, p: Params, rnd: int, cuda: bool) -> list[dict]:
             rows += [_run_rows.not_run_row(base, o.loader, o.parallel, o.replicas, why)] if rnd == 0 else []
             continue
         spec = inputs.spec(ctx, o.loader, o.parallel, o.replicas, **changes)
-        rows += _run_rows.measure_run(spec, base, **flags, **inputs.run_kw(p))
+        rows += _run_rows.measure_run(spec, base, check_memory=rnd == 0, **flags, **inputs.run_kw(p))
     return rows

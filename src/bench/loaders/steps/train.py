@@ -44,7 +44,7 @@ def _grid_round(ctx: Context, p: Params, rnd: int, stage: int, cuda: bool, only=
                         rows.append(_run_rows.not_run_row(base, loader, parallel, replicas, why))
                     continue
                 rows += _run_rows.measure_run(inputs.spec(ctx, loader, parallel, replicas), base,
-                                              **inputs.run_kw(p))
+                                              check_memory=rnd == 0, **inputs.run_kw(p))
     return rows
 
 
