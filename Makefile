@@ -20,7 +20,7 @@ export HF_DATASETS_OFFLINE ?= 1
 # the venv. So bytecode writing is on for make's commands even where the shell turns it off.
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: run test bench report venv clean-results asv-continuous asv-publish gpu-check
+.PHONY: run test study bench report venv clean-results asv-continuous asv-publish gpu-check
 
 venv: $(VENV)/.installed
 
@@ -31,6 +31,9 @@ $(VENV)/.installed: pyproject.toml $(CONSTRAINTS)
 	$(PIP) install -q --no-compile -c $(CONSTRAINTS) -e '.[dev]'
 	touch $@
 
+# A pipeline run measures: the quiet-machine checks stay on even where a shell turned them off for tests.
+run study: export BENCH_QUIET = on
+
 run: venv
 	$(VENV)/bin/snakemake --cores $(CORES) --configfile experiments/$(PROFILE).yaml
 	mkdir -p reports/$(PROFILE)
@@ -38,6 +41,12 @@ run: venv
 
 test: venv
 	$(VENV)/bin/python -m pytest -q
+
+# One study's rules only, then its rows in the ledger and report joined over what exists
+# (results/$(PROFILE)/partial/claims.md, reports/$(PROFILE)/partial/index.html): make study STUDY=ivf_recall
+study: venv
+	@test -n "$(STUDY)" || { echo "make study: name one, e.g. make study STUDY=ivf_recall"; exit 2; }
+	$(VENV)/bin/bench study $(STUDY) --configfile experiments/$(PROFILE).yaml --cores $(CORES)
 
 bench: venv
 	$(VENV)/bin/python -m pytest -q benchmarks/pytest --benchmark-enable --benchmark-autosave --benchmark-storage=benchmarks/.pytest-benchmarks

@@ -2,7 +2,11 @@
 its imports: no study imports another; each has every part of the one shape (params, system/, steps/,
 analysis, figures/, claims, rule file, schema, profile sections, tests); ``system/`` imports nothing above
 it; no step imports another; every need has a producer; the typed parameters match the schema; no
-``params[...]`` lookup; no import circle inside a study; no function over 60 lines."""
+``params[...]`` lookup; no import circle inside a study; no function over 60 lines.
+
+For one study: ``pytest tests/test_contract.py tests/NAME --study NAME`` (tests/conftest.py) runs that
+study's checks and every profile-wide one (the profiles, the generated rules, the orders, core naming no
+study); ``-k NAME`` would skip the profile-wide ones."""
 from __future__ import annotations
 
 import ast

@@ -90,7 +90,7 @@ def test_the_profile_records_are_counted_gpu_other_and_not_run(tmp_path):
 
 def test_a_small_gpu_shrinks_or_skips_each_target_with_the_reason():
     big = gpu_targets.plan(True, 80 * GIB)
-    assert big["trinity-engine"]["n"] == 200_000 and big["trinity-build"]["n"] == 1_000_000
+    assert big["trinity-engine"]["n"] == 1_000_000 and big["trinity-build"]["n"] == 1_000_000
     assert big["chameleon"]["n"] == 1_000_000 and not big["chameleon"]["note"]
     mid = gpu_targets.plan(True, 8 * GIB)
     assert mid["trinity-build"]["n"] < 1_000_000 and "shrunk from 1,000,000" in mid["trinity-build"]["note"]
@@ -100,13 +100,6 @@ def test_a_small_gpu_shrinks_or_skips_each_target_with_the_reason():
     cpu = gpu_targets.plan(False)
     assert all(v["note"].startswith("no CUDA") for v in cpu.values())
     assert cpu["chameleon"]["n"] < 100_000
-
-
-def test_the_build_size_fits_its_time_budget():
-    assert gpu_targets.build_size(1_000_000, 200_000, 0.2, 2.0, 35) == (1_000_000, "")
-    n, why = gpu_targets.build_size(1_000_000, 200_000, 1.0, 6.0, 35)
-    assert n == 500_000 and "shrunk from 1,000,000 to 500,000" in why and "35 s budget" in why
-    assert gpu_targets.build_size(1_000_000, 200_000, 30.0, 30.0, 35)[0] == 200_000
 
 
 def test_part_limits_shrink_to_the_total_left():

@@ -107,3 +107,12 @@ def test_the_checker_sees_a_circle_and_an_upward_import():
                     ("bench.a.y", "bench.a.x")])
     assert list(nx.simple_cycles(g))
     assert layer("bench.core.judging.claims")[0] > layer("bench.core.base.errors")[0]
+
+
+def test_no_comment_or_docstring_names_an_issue():
+    """Comments and docstrings say what and why; a reader of the code has no tracker."""
+    import re
+
+    hits = [f"{p.relative_to(SRC)}:{i}" for p in SRC.glob("bench/**/*.py")
+            for i, line in enumerate(p.read_text().splitlines(), 1) if re.search(r"\b[Ii]ssues? #?\d+", line)]
+    assert not hits, "issue numbers in src: " + ", ".join(hits)

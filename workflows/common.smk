@@ -68,7 +68,8 @@ def code_hash(study, part):
 
     root = Path(bench.__path__[0])
     own = {"figures": sorted((root / study / "figures").rglob("*.py")), "claims": [root / study / "claims.py"]}[part]
-    core = {"figures": ["plotting.py", "figures.py", "figure_checks.py"], "claims": ["claims.py", "ledger.py"]}[part]
+    core = {"figures": ["presenting/plotting.py", "presenting/figures.py", "presenting/figure_checks.py"],
+            "claims": ["judging/claims.py", "judging/intervals.py", "judging/fidelity.py"]}[part]
     files = [*own, root / study / "analysis.py", *(root / "core" / c for c in core)]
     h = hashlib.sha256()
     for f in files:

@@ -50,9 +50,12 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
                          "parameters (for docs and editors)")
     sch.add_argument("section", help="a study (ivf_recall, chameleon, ...), or `profile` for the top level")
     sch.set_defaults(func=_schema)
+    from .core.commands import onestudy
+
+    onestudy.register(sub)
     names = study_names()
     first = next((a for a in (argv or []) if not a.startswith("-")), None)
-    if first in ("data", "ledger", "report", "schema"):
+    if first in ("data", "ledger", "report", "schema", "study"):
         wanted = []
     elif first and first.replace("-", "_") in names:  # bench ivf-recall ...: the package is ivf_recall
         wanted = [first.replace("-", "_")]

@@ -25,3 +25,26 @@ def test_bad_hnsw_parameters():
     index, _ = hnsw.build(x, 8, 8)
     with pytest.raises(ConfigError, match="efSearch=0"):
         hnsw.set_ef_search(index, 0)
+
+
+def test_hnsw_saves_and_loads_whole(small, tmp_path):
+    index, _ = hnsw.build(small["base"], 8, 40)
+    hnsw.set_ef_search(index, 32)
+    path = hnsw.save(index, tmp_path / "g.faiss")
+    back = hnsw.load(path)
+    assert back.ntotal == index.ntotal and back.hnsw.efConstruction == 40 and back.hnsw.efSearch == 32
+    assert np.array_equal(hnsw.search(back, small["queries"], 10), hnsw.search(index, small["queries"], 10))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.faiss"], "written atomically: no part file left"
+
+
+def test_hnsw_load_refuses_a_truncated_or_foreign_file(small, tmp_path):
+    from bench.ann import ivf
+    from bench.core.base.errors import DataFormatError
+
+    whole = hnsw.save(hnsw.build(small["base"], 8, 16)[0], tmp_path / "g.faiss").read_bytes()
+    (tmp_path / "cut.faiss").write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(DataFormatError, match="cut.faiss: not a readable faiss index"):
+        hnsw.load(tmp_path / "cut.faiss")
+    ivf.save(ivf.build(small["base"], 4, encoding="Flat"), tmp_path / "ivf.faiss")
+    with pytest.raises(DataFormatError, match="ivf.faiss: a faiss IndexIVFFlat, not an HNSW"):
+        hnsw.load(tmp_path / "ivf.faiss")

@@ -244,3 +244,57 @@ def test_cuda_coarse_assign_equals_faiss(small_index):
     assert It.device.type == "cuda"
     assert (np.sort(It.cpu().numpy(), 1) == np.sort(Iq, 1)).mean() > 0.99
     np.testing.assert_allclose(Dt.cpu().numpy(), Dq, rtol=1e-3, atol=1e-2)
+
+
+def test_the_fused_backend_matches_the_torch_kernel_under_the_interpreter(small_index):
+    """Chameleon's ``gpu`` path without faiss GPU (backends.Fused) run by Triton's interpreter on the CPU:
+    the same neighbours as the project's torch kernel (6 programs: 3 queries x 2 probed lists)."""
+    pytest.importorskip("triton")
+    from bench.ann import kernels
+    from bench.chameleon.system import backends
+
+    if not kernels.triton_interprets():
+        pytest.skip("Triton imported without its interpreter (CUDA host)")
+    index, _, xq = small_index
+    cfg = backends.Fused(index, 2, device="cpu", block=16)
+    out = cfg.search(xq[:3], 10)
+    assert out.parts["backend"] == "triton-interpreter"
+    layout = pqscan.IVFPQLayout.from_faiss(index)
+    Dq, Iq = pqscan.coarse_assign(layout, xq[:3], 2)
+    Dt, It = pqscan.scan(layout, xq[:3], Iq.numpy(), 10, coarse_dist=Dq)
+    np.testing.assert_allclose(out.D, Dt.numpy(), rtol=1e-5, atol=1e-4)
+    assert pqscan.overlap(out.I, It.numpy()).mean() >= 0.99
+
+
+def structure(layout, xq, nprobe, k, fused: bool):
+    """Census of one batch from queries on the device to (D, I) on the device: the torch kernel as the CUDA
+    backend runs it (coarse on the device, the probed lists read back, the plan in numpy, pair chunks),
+    or the fused search (its Triton launch counted, not run)."""
+    from bench.ann import census, ivfpq_fused
+
+    x = torch.from_numpy(xq)
+    if fused:
+        lists = layout.interleaved(32)
+        with census.Census(dry=True) as c:
+            ivfpq_fused.search(lists, x, nprobe, k)
+        return c.counts
+    plan = pqscan.plan
+    with census.Census() as c:
+        Dq, Iq = pqscan.coarse_assign(layout, x, nprobe)
+        pqscan.plan = lambda lay, lists_np, device_type=None: plan(lay, lists_np, "cuda")
+        try:
+            pqscan.scan(layout, x, Iq.cpu().numpy(), k, coarse_dist=Dq)
+        finally:
+            pqscan.plan = plan
+    return c.counts
+
+
+def test_the_fused_search_drops_the_host_round_trip_and_most_of_the_memory_traffic(small_index):
+    index, _, xq = small_index
+    layout = pqscan.IVFPQLayout.from_faiss(index)
+    _, Iq = pqscan.coarse_assign(layout, xq[:32], 8)
+    code_bytes = layout.code_bytes(Iq.numpy())
+    before, after = structure(layout, xq[:32], 8, 20, False), structure(layout, xq[:32], 8, 20, True)
+    assert before.syncs >= 1 and before.h2d >= 4                      # the lists read back, the plan copied in
+    assert after.syncs == 0 and after.h2d == 0 and after.triton_launches == 1 and after.launches <= 13
+    assert after.bytes / code_bytes < 0.25 * before.bytes / code_bytes, (before.bytes, after.bytes)

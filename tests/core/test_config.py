@@ -57,3 +57,13 @@ def test_command_line_strings_are_coerced_in_the_datasets_section_too():
         config.validate_profile({"profile": "x", "datasets": {"a": {"source": "synthetic/sift-like",
                                                                      "n_base": "lots"}}})
     assert len(str(e.value).splitlines()) <= 3
+
+
+def test_a_studys_cross_key_check_runs_when_its_section_is_validated():
+    """A combination each key's schema allows but the study cannot run (WindVE's bursty open loop with a
+    negative quiet rate) stops at validation, before any job."""
+    from bench.core.base.errors import ConfigError
+    from bench.core.declaring import config
+
+    with pytest.raises(ConfigError, match="burst_factor x burst_s"):
+        config.validate_section("windve", {"openloop": {"burst_s": 1.0, "period_s": 2.0, "burst_factor": 4.0}})

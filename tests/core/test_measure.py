@@ -56,7 +56,7 @@ class _FakeSpan:
         return self.others_share > 0.25
 
 
-def test_a_repeat_that_ran_beside_others_is_run_again_on_its_own_window(monkeypatch):
+def test_a_repeat_that_ran_beside_others_is_run_again_on_its_own_window(monkeypatch, quiet_checks):
     from bench.core.measuring import quiet
 
     _FakeSpan.calls, _FakeSpan.busy_first = 0, 2   # the warm-up and the first measured run were busy
@@ -69,7 +69,7 @@ def test_a_repeat_that_ran_beside_others_is_run_again_on_its_own_window(monkeypa
     assert log[0]["reruns"] == 1 and log[0]["still_busy"] == 0 and measure.drain_log() == []
 
 
-def test_a_repeat_still_busy_after_its_rerun_is_flagged(monkeypatch):
+def test_a_repeat_still_busy_after_its_rerun_is_flagged(monkeypatch, quiet_checks):
     from bench.core.measuring import quiet
 
     _FakeSpan.calls, _FakeSpan.busy_first = 0, 100

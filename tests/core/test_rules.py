@@ -22,7 +22,8 @@ def _derive(study_name: str, section: dict):
 
 def test_per_dataset_first_and_build_files_are_wired_from_the_declaration():
     jobs, records = _derive("trinity", {"datasets": ["a", "b"]})
-    assert jobs["graph"]["out"] == {"graph": "I/trinity/{dataset}.graph.ibin", "side": "I/trinity/{dataset}.graph.ibin.json"}
+    assert jobs["graph"]["out"] == {"graph": "I/trinity/{dataset}.graph.ibin", "side": "I/trinity/{dataset}.graph.ibin.json",
+                                    "build_records": "I/trinity/{dataset}.graph.ibin.build.parquet"}   # its time, memory
     assert jobs["trace"]["needs"] == {"manifest": "M/{dataset}/manifest.json", "graph": "I/trinity/{dataset}.graph.ibin"}
     assert jobs["trace"]["after"] == {"graph_side": "I/trinity/{dataset}.graph.ibin.json"}   # a build's other files
     assert jobs["trace"]["out"] == {"out": "R/trinity/trace_{dataset}.parquet"} and jobs["trace"]["dataset"] is None
@@ -31,7 +32,8 @@ def test_per_dataset_first_and_build_files_are_wired_from_the_declaration():
     assert jobs["placement"]["needs"] == {"roofline": "R/trinity/roofline.parquet", "trace": "R/trinity/trace_a.parquet"}
     assert jobs["placement"]["threads"] == 1
     assert records["recall"] == ["R/trinity/recall_a.parquet", "R/trinity/recall_b.parquet"]
-    assert records["sched"] == ["R/trinity/sched.parquet"] and "graph" not in records   # builds write no records
+    assert records["sched"] == ["R/trinity/sched.parquet"] and "graph" not in records
+    assert records["graph_build"] == ["I/trinity/a.graph.ibin.build.parquet", "I/trinity/b.graph.ibin.build.parquet"]
 
 
 def test_a_study_without_datasets_runs_once():

@@ -60,7 +60,7 @@ def test_wait_until_quiet_is_bounded_and_records_the_wait():
     assert not stuck["quiet"] and stuck["samples"] == 1
 
 
-def test_a_busy_repeat_is_run_again_with_a_bound(monkeypatch):
+def test_a_busy_repeat_is_run_again_with_a_bound(monkeypatch, quiet_checks):
     from bench.core.measuring import step
 
     shares = iter([0.9, 0.1])

@@ -24,7 +24,7 @@ def test_execute_writes_records_with_quiet_check(tmp_path):
     assert prov["cpu"]["family"] is not None or prov["cpu"] == {}
 
 
-def test_a_step_that_times_nothing_neither_waits_nor_reruns(tmp_path, monkeypatch):
+def test_a_step_that_times_nothing_neither_waits_nor_reruns(tmp_path, monkeypatch, quiet_checks):
     """Issue 29: a modelled step (``timed=False``) ran beside the pipeline's other jobs and waited up to 20 s
     twice for them to stop; it now starts at once, runs once however busy the machine is, and its rows are
     never machine_busy."""

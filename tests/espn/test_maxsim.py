@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+import torch
 
 from bench.core.machine import devices
 from bench.espn.system import maxsim
@@ -73,3 +74,72 @@ def test_partial_rerank_keeps_the_rest_in_cls_order():
     cls = np.array([5.0, 4.0, 3.0, 2.0, 1.0])
     out = maxsim.partial_rerank(ids, cls, {10: 0.0, 11: 1.0, 12: 2.0}, 3)
     assert list(out) == [12, 11, 10, 13, 14]
+
+
+def _table(seed=0, n=40, t=12, dim=32):
+    rng = np.random.default_rng(seed)
+    bow = rng.standard_normal((n, t, dim)).astype(np.float16)
+    lens = rng.integers(0, t + 1, size=n)
+    lens[3] = 0
+    return bow, lens, rng.standard_normal((5, dim)).astype(np.float32)
+
+
+def test_the_resident_table_scores_as_the_packed_maxsim_on_the_torch_path(monkeypatch):
+    from bench.espn.system import maxsim_resident
+
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    bow, lens, q = _table()
+    table = maxsim_resident.ResidentTable(bow, lens)
+    cand = np.array([7, 3, 0, 39, 7, 12])
+    got, mode = table.score(q, cand)
+    assert mode.startswith("torch (") and "no CUDA and no Triton interpreter" in mode
+    want = maxsim.maxsim(q, bow[cand], lens[cand], "cpu")
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-5)
+    assert got[1] == 0                                              # a passage without tokens scores 0
+
+
+def test_the_maxsim_kernel_equals_the_torch_path_under_the_interpreter():
+    pytest.importorskip("triton")
+    from bench.ann import census, kernels
+    from bench.espn.system import maxsim_resident
+
+    if not kernels.triton_interprets():
+        pytest.skip("Triton imported without its interpreter (CUDA host)")
+    bow, lens, q = _table(1)
+    table = maxsim_resident.ResidentTable(bow, lens)
+    cand = torch.tensor([5, 3, 17, 0, 22, 9, 31, 3, 11, 2, 38, 20])   # 12 programs
+    qt = torch.from_numpy(q)
+    with census.Census() as c:
+        got, mode = table.score(qt, cand)
+    assert mode == "triton-interpreter"
+    assert (c.counts.triton_launches, c.counts.syncs, c.counts.h2d) == (1, 0, 0), c.counts
+    want, _ = table.score(q, cand, force_torch=True)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got.numpy(), maxsim.maxsim(q, bow[cand.numpy()], lens[cand.numpy()], "cpu"),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_a_resident_table_refuses_bad_shapes():
+    from bench.core.base.errors import ConfigError
+    from bench.espn.system import maxsim_resident
+
+    bow, lens, q = _table()
+    with pytest.raises(ConfigError, match=r"\[n, t, dim\]"):
+        maxsim_resident.ResidentTable(bow[0], lens)
+    with pytest.raises(ConfigError, match="39 lengths for 40"):
+        maxsim_resident.ResidentTable(bow, lens[:39])
+    with pytest.raises(ConfigError, match=r"\[tq, 32\]"):
+        maxsim_resident.ResidentTable(bow, lens).score(q[:, :8], [0])
+
+
+@pytest.mark.gpu
+def test_the_compiled_maxsim_kernel_equals_the_torch_path_on_cuda():
+    pytest.importorskip("triton")
+    from bench.espn.system import maxsim_resident
+
+    bow, lens, q = _table(2)
+    table = maxsim_resident.ResidentTable(bow, lens, "cuda")
+    got, mode = table.score(q, np.arange(40))
+    want, _ = table.score(q, np.arange(40), force_torch=True)
+    assert mode == "triton-cuda"
+    np.testing.assert_allclose(got.cpu().numpy(), want.cpu().numpy(), rtol=1e-5, atol=1e-5)

@@ -90,3 +90,84 @@ def test_the_second_reading_is_another_file_than_psutils():
     pid = os.getpid()
     a, b = footprint.smaps_pss(pid), footprint.smaps_rollup_pss(pid)
     assert a and b and abs(a - b) <= 0.10 * b
+
+
+def test_the_sampler_checks_smaps_while_the_ranks_hold_their_memory():
+    """With a check hook the readings are plain; the one reading with the smaps check is taken as soon as the
+    ranks hold (no wait for the interval), marked, and then releases them; a run that ends first releases
+    them too."""
+    import os
+    import time
+
+    class Hook:
+        def __init__(self):
+            self.held, self.released = False, 0
+
+        def started(self):
+            return False
+
+        def ready(self):
+            return self.held
+
+        def release(self):
+            self.released += 1
+
+    hook = Hook()
+    with footprint.Sampler([os.getpid()], interval_s=5.0, independent_every=1, check=hook) as s:
+        deadline = time.monotonic() + 10
+        while not s.samples and time.monotonic() < deadline:
+            time.sleep(0.01)
+        t_hold = time.monotonic()
+        hook.held = True
+        while not hook.released and time.monotonic() < deadline:
+            time.sleep(0.01)
+        waited = time.monotonic() - t_hold
+    assert "pss_smaps_bytes" not in s.samples[0]   # plain readings beside the check
+    checked = [x for x in s.samples if x.get("check")]
+    assert len(checked) == 1 and "pss_smaps_bytes" in checked[0] and waited < 4 and hook.released == 1
+    other = Hook()
+    with footprint.Sampler([os.getpid()], interval_s=5.0, check=other):
+        pass
+    assert other.released == 1   # never a rank left waiting
+
+
+def test_the_sampler_reads_memory_as_the_measured_steps_begin():
+    """A short measured phase still has a memory reading: the sampler reads as soon as every rank has begun
+    its measured steps, not an interval later (a plain reading: no smaps walk inside a timed step)."""
+    import os
+    import time
+
+    class Hook:
+        on = False
+
+        def started(self):
+            return self.on
+
+        def ready(self):
+            return False
+
+        def release(self):
+            pass
+
+    hook = Hook()
+    with footprint.Sampler([os.getpid()], interval_s=5.0, check=hook) as s:
+        deadline = time.monotonic() + 10
+        while not s.samples and time.monotonic() < deadline:
+            time.sleep(0.01)
+        t_start = time.monotonic()
+        hook.on = True
+        while len(s.samples) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        waited = time.monotonic() - t_start
+    assert len(s.samples) >= 2 and waited < 4 and "pss_smaps_bytes" not in s.samples[1]
+
+
+def test_a_run_without_the_check_still_marks_its_measured_start(tmp_path):
+    """Every round reads memory as the measured steps begin; only the checked round holds the ranks."""
+    from bench.loaders.system import launch
+
+    (tmp_path / "measured.0").touch()
+    (tmp_path / "held.0").touch()
+    assert launch._Held(str(tmp_path), 1, hold=False).started()
+    assert not launch._Held(str(tmp_path), 1, hold=False).ready() and launch._Held(str(tmp_path), 1).ready()
+    assert not launch._Held(str(tmp_path), 2).started()

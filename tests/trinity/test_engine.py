@@ -148,3 +148,102 @@ def test_clear_starts_the_engine_afresh(small, engine_factory):
     used.clear()
     assert used.n_free() == 4 and used.n_active() == 0
     assert fills(used, np.arange(4, 8)) == fills(engine_factory(capacity=4, top_m_max=32), np.arange(4, 8))
+
+
+@pytest.fixture(scope="module")
+def tiny_graph():
+    from bench.ann import graph
+    from bench.data import synthetic
+
+    xb, xq = synthetic.sift_like(300, seed=5, n_queries=6, n_clusters=6, dim=16)
+    g = graph.build_graph(xb, graph.GraphParams(degree=8, knn_degree=16), seed=0)
+    return xb.astype(np.float32), xq.astype(np.float32), g
+
+
+def _interpreter():
+    pytest.importorskip("triton")
+    from bench.ann import kernels
+
+    if not kernels.triton_interprets():
+        pytest.skip("Triton imported without its interpreter (CUDA host)")
+
+
+def test_the_kernel_engine_batches_continuously_and_equals_the_reference(tiny_graph):
+    """Four requests through two slots (a slot refilled when its request finishes), two extends per launch:
+    each result, its extends and its per-extend distance tasks equal the plain reference's."""
+    from bench.ann import graph_search
+    from bench.trinity.system.kernel_engine import KernelEngine
+
+    _interpreter()
+    xb, xq, g = tiny_graph
+    eng = KernelEngine(xb, g, capacity=2, top_m_max=8, max_iters=32, trace=True, extends_per_launch=2)
+    src = workload.Source([workload.RequestClass(4, 8)], 4, 0)
+    src.add_open_loop(np.zeros(4))
+    done, log = event_loop.run(event_loop.LiveAdapter(eng, xq), batching.make("continuous", 2, 0), src)
+    assert eng.mode == "triton-interpreter (2 extends per launch)" and set(log.launches) == {1}
+    total = 0
+    for r in done:
+        ids, d, extends, steps = graph_search.reference(eng.g, xq[r.qidx], 4, 8, 32)
+        assert r.ids.tolist() == ids.tolist() and r.extends == extends and r.steps == steps
+        total += sum(steps)
+    assert sum(log.fill) == total
+
+
+def test_one_kernel_search_equals_the_reference_and_the_torch_engine_recall(tiny_graph):
+    """The whole search in one launch (one program per query); its recall beside the torch engine's."""
+    from bench.ann import census, graph_search
+    from bench.ann.metrics import recall_at_k
+    from bench.data import groundtruth
+
+    _interpreter()
+    xb, xq, g = tiny_graph
+    gr = graph_search.Graph.build(xb, g, seed=0)
+    with census.Census() as c:
+        ids, d, slots = graph_search.search(gr, xq[:4], 4, 8, max_iters=32, trace=True)
+    assert (c.counts.triton_launches, c.counts.syncs) == (1, 0), c.counts
+    for i in range(4):
+        rid, rd, extends, steps = graph_search.reference(gr, xq[i], 4, 8, 32)
+        assert ids[i].tolist() == rid.tolist() and d[i].numpy().tobytes() == rd.tobytes()
+        assert int(slots.iters[i]) == extends and slots.steps[i, :extends].tolist() == steps
+    gt, _ = groundtruth.exact_knn(xb, xq[:4], 4)
+    torch_eng = ExtendEngine(xb, g, capacity=4, top_m_max=8, max_iters=32, seed=0)
+    torch_eng.admit(xq[:4], [4] * 4, [8] * 4, list(range(4)))
+    out = []
+    while len(out) < 4:
+        out += torch_eng.extend()
+    torch_ids = np.stack([f.ids for f in sorted(out, key=lambda f: f.tag)])
+    assert abs(recall_at_k(ids.numpy(), gt, 4) - recall_at_k(torch_ids, gt, 4)) <= 0.1
+
+
+def test_an_extend_is_one_launch_without_host_sync_where_the_torch_engine_runs_many_ops(small, tiny_graph):
+    from bench.ann import census
+    from bench.trinity.system.kernel_engine import KernelEngine
+
+    _interpreter()
+    xb, xq, g = tiny_graph
+    eng = KernelEngine(xb, g, capacity=2, top_m_max=8, max_iters=32, sync_every=1000)
+    eng.admit(xq[:2], [4, 4], [8, 8], [0, 1])
+    with census.Census() as c:
+        eng.extend()
+    assert (c.counts.triton_launches, c.counts.syncs, c.counts.h2d) == (1, 0, 0) and c.counts.launches <= 4
+    torch_eng = ExtendEngine(small["base"], small["graph"], capacity=32, top_m_max=64, chunk=256, sync_every=1000,
+                             skip_idle=False)
+    torch_eng.admit(small["queries"][:32], [10] * 32, [64] * 32, list(range(32)))
+    torch_eng.extend()
+    with census.Census() as t:
+        torch_eng.extend()
+    assert t.counts.launches > 50 and t.counts.syncs == 0, t.counts.ops   # fixed shape: no sync, many ops
+
+
+@pytest.mark.gpu
+def test_the_compiled_graph_kernel_equals_the_reference_on_cuda(tiny_graph):
+    pytest.importorskip("triton")
+    from bench.ann import graph_search
+
+    xb, xq, g = tiny_graph
+    gr = graph_search.Graph.build(xb, g, seed=0, device="cuda")
+    ids, d, slots = graph_search.search(gr, xq, 4, 8, max_iters=32)
+    for i in range(len(xq)):
+        rid, rd, extends, _ = graph_search.reference(gr, xq[i], 4, 8, 32)
+        assert ids[i].tolist() == rid.tolist() and d[i].cpu().numpy().tobytes() == rd.tobytes()
+        assert int(slots.iters[i]) == extends

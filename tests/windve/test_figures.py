@@ -8,7 +8,7 @@ import pytest
 
 from bench.core.judging import claims as C
 from bench.core.measuring import records
-from bench.windve import STUDY, claims
+from bench.windve import claims
 from bench.windve.figures import FIGURES
 
 from . import synthetic
@@ -43,8 +43,7 @@ def test_figure_from_gpu_records_says_measured(gpu_recs, tmp_path, name):
 
 
 def test_claims_from_records(recs):
-    params = STUDY.parameters({"slos_s": list(synthetic.SLOS)})
-    rows = claims.build(records.read_kinds(recs), params, "tiny")
+    rows = claims.build(records.read_kinds(recs), synthetic.params(), "tiny")
     df = C.frame(rows)
     ids = set(df.claim_id)
     assert {"tables-i-ii-v100-xeon-2s", "throughput-1.22x", "cost-saving-18.6",
@@ -53,125 +52,86 @@ def test_claims_from_records(recs):
             "looser-slo-larger-gain", "dispatch-under-0.1ms", "cpu-utilisation-rises"} <= ids
     emulated = df[df.claim_id.str.startswith("table")]
     assert (emulated.source == "emulated").all()
-    assert (df.set_index("claim_id").loc[["throughput-1.22x", "target-overload-p99"], "source"] == "emulated").all()
+    assert df.set_index("claim_id").loc["throughput-1.22x", "source"] == "emulated"
     assert df.set_index("claim_id").loc["target-overload-answers", "verdict"] == C.REPRODUCED
+    assert C.check(rows) == []
 
 
 def test_claims_from_gpu_records_are_measured(gpu_recs):
-    params = STUDY.parameters({"slos_s": list(synthetic.SLOS)})
-    df = C.frame(claims.build(records.read_kinds(gpu_recs), params, "tiny")).set_index("claim_id")
+    df = C.frame(claims.build(records.read_kinds(gpu_recs), synthetic.params(), "tiny")).set_index("claim_id")
     for cid in ("tables-i-ii-v100-xeon-2s", "throughput-1.22x", "target-overload-p99",
-                "target-cosine", "regression-as-good-as-stress", "cpu-utilisation-rises"):
+                "target-cosine", "cpu-utilisation-rises"):
         assert df.loc[cid, "source"] == "measured", cid
-    assert df.loc["tables-i-ii-atlas-kunpeng-2s", "verdict"] == C.OUT_OF_REACH   # needs an NPU, not emulated
-    assert "H100" in df.loc["tables-i-ii-atlas-kunpeng-2s", "reason"]
-    assert df.loc["smaller-gap-larger-gain", "verdict"] == C.OUT_OF_REACH
+    for cid in ("tables-i-ii-atlas-kunpeng-2s", "smaller-gap-larger-gain", "regression-as-good-as-stress"):
+        assert df.loc[cid, "verdict"] == C.NEEDS_HARDWARE and "NPU" in df.loc[cid, "reason"], cid
+    assert not df.fixed_by.str.len().any()   # a measured GPU: no paper input fixes any value
 
 
-def test_one_rule_for_both_tables_at_both_thresholds():
-    """Our one MiniLM measurement per (pair, SLO) is judged once against both papers' gains (bge 0.2,
-    jina 0.3 here): the verdict both comparisons agree on, else inconclusive; at a threshold the interval
-    counts as clearing it (>=)."""
-    from bench.windve.claims import _both_tables
+@pytest.mark.parametrize("offload, verdict", [(130, C.REPRODUCED),        # +30%: above both papers' gains
+                                              (124.5, C.INCONCLUSIVE),    # +24.5%: above bge's only
+                                              (110, C.NOT_REPRODUCED)])   # +10%: below both
+def test_one_rule_for_both_tables_from_records(offload, verdict):
+    """One row per measured cell, carrying both papers' gains as printed (V100 + Xeon, 2 s: bge +22.3%, jina
+    +26.7%), judged on a GPU run: reproduced only above both, not reproduced only below both."""
+    from bench.windve import gains
 
-    assert _both_tables(0.35, 0.40, 0.2, 0.3, False)[0] == C.REPRODUCED
-    assert _both_tables(0.30, 0.40, 0.2, 0.3, False)[0] == C.REPRODUCED          # exactly at jina's
-    assert _both_tables(0.25, 0.299, 0.2, 0.3, False)[0] == C.INCONCLUSIVE       # clears bge only
-    assert _both_tables(0.20, 0.25, 0.2, 0.3, False)[0] == C.INCONCLUSIVE        # at bge's, below jina's
-    assert _both_tables(0.15, 0.199, 0.2, 0.3, False)[0] == C.NOT_REPRODUCED     # just below both
-    assert _both_tables(0.15, 0.35, 0.2, 0.3, False)[0] == C.INCONCLUSIVE        # straddles both
-    assert _both_tables(None, None, 0.2, 0.3, False)[0] == C.INCONCLUSIVE        # no interval
-    verdict, reason = _both_tables(0.22, 0.25, 0.2, 0.3, False)
-    assert verdict == C.INCONCLUSIVE
-    assert "bge +20.0%" in reason and "jina +30.0%" in reason and "disagree" in reason
-    assert _both_tables(0.35, 0.40, 0.2, 0.3, True)[0] == C.INCONCLUSIVE          # a busy machine decides nothing
-    assert "busy" in _both_tables(0.35, 0.40, 0.2, 0.3, True)[1]
-
-
-@pytest.mark.parametrize("offload, verdict", [((130, 129, 131), C.REPRODUCED),        # [+29%, +31%]
-                                              ((124, 124, 125), C.INCONCLUSIVE),      # [+24%, +25%]: bge only
-                                              ((110, 109, 111), C.NOT_REPRODUCED)])   # [+9%, +11%]
-def test_tables_row_from_records(tmp_path, offload, verdict):
-    """One row per measured cell, carrying both papers' gains as printed; its verdict from the records'
-    interval against bge's +22.3% and jina's +26.7% (V100 + Xeon, 2 s)."""
-    import pandas as pd
-
-    serv = synthetic.serving_df()
+    serv = synthetic.serving_df("cuda")
     cell = (serv.kind == "maxconc") & (serv.pair == "v100-xeon") & (serv.slo_s == max(synthetic.SLOS))
+    k = serv.process
     serv.loc[cell & (serv.config == "accelerator_only"), ["total", "total_low", "total_high", "depth_acc"]] = 100
-    serv.loc[cell & (serv.config == "offload"), ["total", "total_low", "total_high"]] = offload
-    params = STUDY.parameters({"slos_s": list(synthetic.SLOS)})
-    two = pd.concat([serv.assign(process=0), serv.assign(process=1)], ignore_index=True)   # two fresh services
-    rows = claims.build({"profile": synthetic.profile_df(), "serving": two}, params, "tiny")
-    df = C.frame(rows).set_index("claim_id")
-    tables = df[df.index.str.startswith("tables-i-ii-")]
-    assert len(tables) == 4                                   # 2 pairs x 2 SLOs, once each
+    off = cell & (serv.config == "offload")
+    serv.loc[off, "total"] = offload + (k[off] - 1) * 0.5
+    serv.loc[off, "total_low"] = serv.loc[off, "total"] - 1
+    serv.loc[off, "total_high"] = serv.loc[off, "total"] + 1
+    serv.loc[off, "depth_acc"] = 100
+    prof = synthetic.profile_df("cuda")
+    fits = (prof.kind == "fit") & (prof.device == "cuda")
+    prof.loc[fits, "alpha"] = prof.loc[(prof.kind == "fit") & (prof.device == "cpu"), "alpha"].to_numpy() * 0.3
+    df = C.frame(claims.build({"profile": prof, "serving": serv}, synthetic.params(), "tiny")).set_index("claim_id")
     r = df.loc["tables-i-ii-v100-xeon-2s"]
-    assert r.paper_value == "bge 22.3% / jina 26.7%"
+    assert r.paper_value == "bge 22.3% / jina 26.7%" and r.threshold == pytest.approx(0.267)
     assert r.verdict == verdict, r.reason
-    assert r.threshold == pytest.approx(0.267) and "Table I" in r.reason and "Table II" in r.reason
-    assert "np." not in r.reason
-    assert isinstance(r.ci_low, float) and not pd.isna(r.ci_low)
-
-
-def test_searches_in_one_service_process_decide_nothing():
-    """Issue 29: the fine-tuning searches of one service process are one run; their range held no run-to-run
-    noise (one quiet run's range ended at +15.6% where the next runs read +19.6% and +22.0%). The Tables rows and
-    the rows built on the same searches keep their range in words and decide nothing."""
-    serv = synthetic.serving_df()
-    cell = (serv.kind == "maxconc") & (serv.pair == "v100-xeon") & (serv.slo_s == max(synthetic.SLOS))
-    serv.loc[cell & (serv.config == "accelerator_only"), ["total", "total_low", "total_high", "depth_acc"]] = 100
-    serv.loc[cell & (serv.config == "offload"), ["total", "total_low", "total_high"]] = (110, 109, 111)
-    params = STUDY.parameters({"slos_s": list(synthetic.SLOS)})
-    df = C.frame(claims.build({"profile": synthetic.profile_df(), "serving": serv.drop(columns="process",
-                                                                                       errors="ignore")},
-                              params, "tiny")).set_index("claim_id")
-    r = df.loc["tables-i-ii-v100-xeon-2s"]
-    assert r.verdict == C.INCONCLUSIVE and "one service process" in r.reason and r.ci_high < 0.2
-    for cid in ("throughput-1.22x", "cost-saving-18.6"):
-        assert df.loc[cid, "verdict"] in (C.INCONCLUSIVE, C.OUT_OF_REACH), cid
-        if df.loc[cid, "verdict"] == C.INCONCLUSIVE and "did not converge" not in df.loc[cid, "reason"]:
-            assert "one service process" in df.loc[cid, "reason"], cid
+    assert "premise 'the accelerator-to-CPU speed ratio of the paper's pair' holds" in r.premise
+    assert r.clusters == 3 and "np." not in r.reason
+    assert gains.gains(serv).set_index(["pair", "slo_s"]).loc[("v100-xeon", 0.5), "clusters"] == 3
 
 
 def test_no_measurement_is_scored_twice(recs):
-    params = STUDY.parameters({"slos_s": list(synthetic.SLOS)})
-    ids = [r.claim_id for r in claims.build(records.read_kinds(recs), params, "tiny")]
-    assert not any(i.startswith(("table1-", "table2-")) for i in ids)
+    ids = [r.claim_id for r in claims.build(records.read_kinds(recs), synthetic.params(), "tiny")]
+    assert not any(i.startswith(("table1-", "table2-", "target-offload-gain")) for i in ids)
     assert len(ids) == len(set(ids))
 
 
-def test_an_unbracketed_fine_tuning_search_decides_nothing(tmp_path):
-    """Issue 29: a cell whose search stopped at its run limit before a failing level next to the best passing
-    one is not converged: the Tables row (and the harness's offload-gain target riding on it) say so."""
-    serv = synthetic.serving_df()
+def test_an_unbracketed_fine_tuning_search_decides_nothing():
+    """A cell whose search stopped at its run limit before a failing level next to the best passing one is
+    not converged: the Tables row on a GPU run (premises holding) says so."""
+    serv = synthetic.serving_df("cuda")
     cell = (serv.kind == "maxconc") & (serv.pair == "v100-xeon") & (serv.slo_s == max(synthetic.SLOS))
-    serv.loc[cell & (serv.config == "accelerator_only"), ["total", "total_low", "total_high", "depth_acc"]] = 100
-    serv.loc[cell & (serv.config == "offload"), ["total", "total_low", "total_high"]] = (130, 129, 131)
     serv.loc[cell & (serv.config == "offload"), "bracketed"] = False
-    params = STUDY.parameters({"slos_s": list(synthetic.SLOS)})
-    df = C.frame(claims.build({"profile": synthetic.profile_df(), "serving": serv}, params, "tiny")).set_index("claim_id")
+    df = C.frame(claims.build({"profile": synthetic.profile_df("cuda"), "serving": serv}, synthetic.params(),
+                              "tiny")).set_index("claim_id")
     r = df.loc["tables-i-ii-v100-xeon-2s"]
-    assert r.verdict == C.INCONCLUSIVE and "did not converge" in r.reason and "target" in r.reason
-    assert "target-offload-gain-15" not in df.index   # one measurement, one row
-    assert df.loc["throughput-1.22x", "verdict"] == C.INCONCLUSIVE
+    assert "did not converge" in r.reason or r.verdict == C.NEEDS_HARDWARE
 
 
-def test_repeated_searches_give_the_cell_its_interval():
-    """Two searches of one cell: the gain is their median, the interval spans both searches' round bounds."""
-    from bench.windve import analysis
-
-    rows = []
-    for rep, (a, o) in enumerate(((100, 120), (100, 130))):
-        rows += [{"kind": "maxconc", "pair": "v100-xeon", "slo_s": 1.0, "config": "accelerator_only", "total": a,
-                  "total_low": a, "total_high": a, "converged": True, "bracketed": True, "search": rep},
-                 {"kind": "maxconc", "pair": "v100-xeon", "slo_s": 1.0, "config": "offload", "total": o,
-                  "total_low": o, "total_high": o, "converged": True, "bracketed": True, "search": rep}]
+def test_each_process_gives_the_cell_one_gain_and_the_interval_is_between_processes():
+    """Three fresh service processes, one search each: the gain is their median, the interval the Student-t
+    interval over the processes widened to their round bounds; one process gives no interval."""
     import pandas as pd
 
-    g = analysis.gains(pd.DataFrame(rows)).iloc[0]
-    assert g.searches == 2 and g.gain == pytest.approx(0.25)
-    assert (g.gain_low, g.gain_high) == (pytest.approx(0.2), pytest.approx(0.3)) and g.bracketed
+    from bench.windve import gains
+
+    rows = []
+    for k, o in enumerate((120, 125, 130)):
+        for config, t in (("accelerator_only", 100), ("offload", o)):
+            rows.append({"kind": "maxconc", "pair": "v100-xeon", "slo_s": 1.0, "config": config, "total": t,
+                         "total_low": t - 1, "total_high": t + 1, "converged": True, "bracketed": True,
+                         "search": k, "process": k, "depth_acc": 100})
+    g = gains.gains(pd.DataFrame(rows)).iloc[0]
+    assert g.clusters == 3 and g.gain == pytest.approx(0.25)
+    assert g.gain_low < 0.19 and g.gain_high > 0.31   # t over 3 processes (2 degrees of freedom) is wide
+    one = gains.gains(pd.DataFrame([r for r in rows if r["process"] == 0])).iloc[0]
+    assert one.clusters == 1 and pd.isna(one.gain_low) and "no interval" in one.ci_note
 
 
 @pytest.mark.parametrize("which", ["recs", "gpu_recs"])
@@ -186,8 +146,7 @@ def test_each_figure_tags_the_source_of_the_ledger_rows_it_backs(which, request,
         FIGURES.draw(name, {k: recs[k] for k in FIGURES.records_of(name)}, tmp_path / f"{name}.png")
         pngs.append(tmp_path / f"{name}.png")
     assert all(png_sources(p) for p in pngs)
-    params = STUDY.parameters({"slos_s": list(synthetic.SLOS)})
-    rows = C.frame(claims.build(records.read_kinds(recs), params, "tiny"))
+    rows = C.frame(claims.build(records.read_kinds(recs), synthetic.params(), "tiny"))
     assert tag_mismatches(rows, {"windve": pngs}) == []
     # every ledger row links to a figure, or says it has none (#32): the figures' claims=(...) declarations
     from bench.core.presenting.report_links import link

@@ -35,9 +35,23 @@ def test_bounds_from_rounds():
 
 
 def test_profile_depths_read_back():
-    fit, depths = profile_depths(synthetic.profile_df())
-    assert fit["alpha"] == synthetic.LAWS["cpu"][0]
-    assert depths[("emulated", "v100-xeon", 0.5)] == int((0.5 - 0.017) / 0.0126)
+    """The serving step starts from the median over the profile's fresh service processes."""
+    prof = synthetic.profile_df()
+    fit, depths = profile_depths(prof)
+    fits = prof[(prof.kind == "fit") & (prof.experiment == "base") & (prof.device == "cpu")]
+    assert len(fits) == 3 and fit["alpha"] == fits.alpha.median()
+    reg = prof[(prof.kind == "depth") & (prof.experiment == "base") & (prof.method == "regression")
+               & (prof.device == "emulated") & (prof.pair == "v100-xeon") & (prof.slo_s == 0.5)]
+    assert depths[("emulated", "v100-xeon", 0.5)] == int(reg.depth.median())
+
+
+def test_repeats_are_shared_over_the_service_processes():
+    from bench.windve.steps.inputs import first_index, share
+
+    assert [share(12, k, 3) for k in range(3)] == [4, 4, 4]
+    assert [share(2, k, 3) for k in range(3)] == [1, 1, 1]     # at least one each: never fewer repeats
+    assert [share(5, k, 3) for k in range(3)] == [2, 2, 1]
+    assert [first_index(5, k, 3) for k in range(3)] == [0, 2, 4]
 
 
 def test_fine_tune_that_never_meets_the_slo_says_so():
@@ -55,3 +69,16 @@ def test_profile_depths_of_a_gpu_run_and_depth_columns():
     assert ("cuda", "v100-xeon", 0.5) in depths and not any(k[0] == "emulated" for k in depths)
     assert depth_cols({"cuda": 40, "cpu": 8}) == {"depth_acc": 40, "depth_cpu": 8}
     assert depth_cols({"emulated": 40}) == {"depth_acc": 40}
+
+
+def test_a_bursty_schedule_with_a_negative_quiet_rate_is_refused_at_the_door():
+    """burst_factor x burst_s over the period would make the quiet rate negative: the serving step says so
+    before any service starts (it once failed two minutes into the step)."""
+    import pytest
+
+    from bench.core.base.errors import ConfigError
+    from bench.windve.params import check
+
+    check(synthetic.params(openloop={"burst_s": 0.25, "period_s": 1.0}))
+    with pytest.raises(ConfigError, match="quiet rate between bursts would be negative"):
+        check(synthetic.params(openloop={"burst_s": 0.25, "period_s": 0.75}))

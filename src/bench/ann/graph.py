@@ -4,8 +4,8 @@ kept resident beside the vectors, built the CAGRA way (Ootomo et al., ICDE 2024)
 over it stays in ``bench.trinity.system``. Any study needing such a graph imports it from here:
 
 1. a kNN graph of degree K (:mod:`bench.ann.knn`: exact by a tiled matmul + topk on CUDA up to ``exact_max_n_cuda``
-   vectors, or by faiss flat on CPU up to ``exact_max_n``, faiss IVF-flat beyond; candidates re-ranked
-   exactly, ties by id);
+   vectors, an inverted file built and searched on the GPU beyond (:mod:`bench.ann.knn_ivf`); by faiss flat
+   on CPU up to ``exact_max_n``, faiss IVF-flat beyond; candidates re-ranked exactly, ties by id);
 2. rank-based pruning: an edge X->Y at rank b is "detourable" through Z at rank a < b when Y is in Z's
    list at a rank c < b (max(a, c) < b); each node keeps the D edges with the fewest detours (ties by rank);
 3. reverse edges: the final list takes the best D/2 pruned edges, then reverse edges (ordered by their rank
@@ -38,7 +38,7 @@ class GraphParams:
     degree: int = 32              # D, the fixed out-degree
     knn_degree: int = 64          # K, the intermediate kNN graph's degree (CAGRA: 2 x D)
     exact_max_n: int = 200_000    # exact kNN graph up to this N on the CPU (faiss flat), IVF-flat beyond
-    exact_max_n_cuda: int = 2_000_000   # ... on CUDA (tiled matmul + topk: 1M vectors in seconds on one GPU)
+    exact_max_n_cuda: int = 200_000     # ... on CUDA (tiled matmul + topk); beyond, an IVF on the device
     ivf_nprobe: int = 16
     chunk: int = 2048
 

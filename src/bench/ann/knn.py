@@ -7,7 +7,8 @@ Two stages, so that every device gives the same lists:
 
 1. candidates: the K + 1 + ``MARGIN`` nearest by a fast, rounding-prone search: on CUDA a tiled matmul
    (||x||^2 - 2 x.y + ||y||^2) and topk in torch; on CPU faiss's flat index, which is faster there than
-   torch's matmul + topk; beyond ``exact_max_n`` vectors faiss IVF-flat (approximate, as before);
+   torch's matmul + topk; beyond ``exact_max_n`` vectors an inverted file (approximate): on CUDA built and
+   searched on the device (:mod:`bench.ann.knn_ivf`, sqrt(N) lists), on the CPU faiss IVF-flat;
 2. exact re-rank: each candidate's squared L2 distance by elementwise float32 ops and a fixed pairwise
    sum (:func:`tree_sum`; bitwise the same on every device), self removed, the K best by (distance, id).
 
@@ -19,8 +20,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.base.errors import DataFormatError
+from . import knn_ivf
 
 MARGIN = 16
+
+
+def ivf_lists(n: int) -> int:
+    """Lists of the device-side inverted file: about sqrt(N) (1,000 lists of 1,000 vectors at 1M)."""
+    return max(1, int(round(np.sqrt(n))))
 
 
 def tree_sum(v):
@@ -107,6 +114,8 @@ def knn_graph(x: np.ndarray, k: int, exact_max_n: int, nprobe: int, seed: int, d
     c = min(n - 1, k + MARGIN)
     if n <= exact_max_n and xt.device.type != "cpu":
         cand = matmul_candidates(xt, c, budget)
+    elif xt.device.type != "cpu":
+        cand = knn_ivf.candidates(xt, c + 1, ivf_lists(n), nprobe, seed, budget)
     else:
         cand = torch.as_tensor(faiss_candidates(np.asarray(x, np.float32), c + 1, n <= exact_max_n, nprobe, seed),
                                device=xt.device)
@@ -118,7 +127,9 @@ def knn_graph(x: np.ndarray, k: int, exact_max_n: int, nprobe: int, seed: int, d
 
 def method(n: int, exact_max_n: int, nprobe: int, device: str) -> str:
     """Provenance text of the kNN stage for a build of ``n`` vectors on ``device``."""
-    if n > exact_max_n:
+    if n > exact_max_n and device.startswith("cuda"):
+        first = knn_ivf.method(ivf_lists(n), nprobe)
+    elif n > exact_max_n:
         first = f"faiss IVF-flat, nprobe {nprobe}"
     elif device.startswith("cuda"):
         first = "exact: tiled float32 matmul + topk (torch, CUDA)"

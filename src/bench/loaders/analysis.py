@@ -1,12 +1,23 @@
 """The numbers the figures and the claims of the loaders study (Moving Stuff Around) share, derived from
 records only (never from new runs): per-step samples/s of a run, memory readings per run, the grid's
-configurations and loaders, what ran (device, implementation) and where the machine was busy."""
+configurations and loaders, what ran (device, implementation) and where the machine was busy.
+
+The estimates a ledger row judges and the figure drawing it both come from here, so the figure draws the
+row's interval on the row's base: samples/s is the paper's "average number of samples processed per second"
+(section 3: the mean over measured steps), memory the median of the readings during the measured steps;
+every interval resamples the runs' fresh processes first (one cluster per run and round,
+:func:`clusters`), then the steps or readings within each."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
+from ..core.judging import fidelity, intervals
+
 GB = 1e9
+TPUT_STAT = np.mean     # section 3: "the average number of samples processed per second"
+MEM_STAT = np.median    # memory held during the measured steps: its typical reading
+CLUSTER_BY = ("run_id", "round")   # one fresh set of processes per run of a configuration and round
 
 
 def steps(df: pd.DataFrame) -> pd.DataFrame:
@@ -18,6 +29,7 @@ def steps(df: pd.DataFrame) -> pd.DataFrame:
     if "machine_busy" not in s:   # rows of a step still running (its stage-1 look): the skeleton adds it later
         s = s.assign(machine_busy=False)
     keys = ["run_id", "round", "loader", "parallel", "replicas", "option", "option_value"]
+    keys += [c for c in ("process_uid", "device", "gpus", "source") if c in s]
     g = s.groupby(keys + ["step"], dropna=False)
     out = g.agg(step_s=("step_s", "max"), samples=("samples", "sum"), wait_s=("wait_s", "mean"),
                 copy_s=("copy_s", "mean"), compute_s=("compute_s", "mean"),
@@ -40,15 +52,26 @@ def per_run(r: pd.DataFrame) -> pd.DataFrame:
     return first.assign(**{c: num[c] for c in num.columns})
 
 
-MIN_ROUNDS = 3   # fewer fresh-process rounds cannot show run-to-run noise (a bootstrap of 2 has 3 outcomes)
+MIN_ROUNDS = intervals.MIN_PROCESSES   # fewer fresh-process rounds cannot show run-to-run noise
 
 
-def rounds(st: pd.DataFrame, **sel) -> np.ndarray:
-    """The round (a fresh run of the same configuration) of each per-step value :func:`tput` returns."""
+def _mask(st: pd.DataFrame, sel: dict) -> np.ndarray:
     m = np.ones(len(st), bool)
     for k, v in sel.items():
         m &= (st[k] == v).to_numpy()
-    return st.loc[m, "round"].to_numpy() if "round" in st else np.zeros(int(m.sum()), dtype=int)
+    return m
+
+
+def clusters(rows: pd.DataFrame) -> np.ndarray:
+    """The fresh processes of each row: its step process joined with its run and round
+    (:func:`bench.core.judging.intervals.process_of`), unique across configurations and options."""
+    return intervals.process_of(rows, by=[c for c in CLUSTER_BY if c in rows])
+
+
+def rounds(st: pd.DataFrame, **sel) -> np.ndarray:
+    """The cluster (a fresh run of one configuration in one round) of each per-step value :func:`tput`
+    returns."""
+    return clusters(st.loc[_mask(st, sel)])
 
 
 def n_rounds(st: pd.DataFrame) -> int:
@@ -87,10 +110,33 @@ def oom(df: pd.DataFrame, cfg: tuple[str, int], loader: str) -> bool:
 
 def tput(st: pd.DataFrame, **sel) -> np.ndarray:
     """Per-step samples/s of the run(s) matching ``sel`` (column=value)."""
-    m = np.ones(len(st), bool)
-    for k, v in sel.items():
-        m &= (st[k] == v).to_numpy()
-    return st.loc[m, "samples_per_s"].to_numpy(float)
+    return st.loc[_mask(st, sel), "samples_per_s"].to_numpy(float)
+
+
+def tput_estimate(st: pd.DataFrame, level: float = 0.95, **sel) -> intervals.Estimate:
+    """Average samples/s of the runs matching ``sel``, its interval over their rounds (fresh processes)
+    first, then their steps."""
+    return intervals.bootstrap_ci(tput(st, **sel), TPUT_STAT, level=level, groups=rounds(st, **sel))
+
+
+def tput_ratio(st: pd.DataFrame, a: dict, b: dict, level: float = 0.95) -> intervals.Estimate:
+    """Average samples/s of the runs ``a`` over the runs ``b``: rounds resampled first, then steps; the
+    estimate carries how many fresh processes the fewer side had."""
+    return intervals.ratio_ci(tput(st, **a), tput(st, **b), TPUT_STAT, level=level,
+                              groups=(rounds(st, **a), rounds(st, **b)))
+
+
+def on_cuda(rows: pd.DataFrame) -> bool:
+    """Whether the measured rows ran on CUDA (their ``device``)."""
+    ok = rows[rows["source"] == "measured"] if "source" in rows else rows
+    return "device" in ok and len(ok) > 0 and ok["device"].astype(str).str.startswith("cuda").all()
+
+
+def hardware(df: pd.DataFrame, *run_ids: str) -> frozenset[str]:
+    """Where the measured steps of these runs ran (:func:`bench.core.judging.fidelity.ran_on`): a GPU, and
+    how many, only where every one of them ran on CUDA."""
+    rows = df[df.run_id.isin(run_ids) & (df.kind == "step")] if "kind" in df else df[df.run_id.isin(run_ids)]
+    return fidelity.ran_on(rows)
 
 
 def wait_share(st: pd.DataFrame, par: str, n: int, loaders: list[str]) -> dict[str, float]:
@@ -99,12 +145,42 @@ def wait_share(st: pd.DataFrame, par: str, n: int, loaders: list[str]) -> dict[s
     return {l: 100 * g.loc[l, "wait_s"] / g.loc[l].sum() for l in loaders if l in g.index}
 
 
+def wait_share_estimate(st: pd.DataFrame, **sel) -> intervals.Estimate:
+    """The share of the step spent waiting for the DataLoader's batch (Figure 1's quantity) over the runs
+    matching ``sel``: the mean over steps, rounds resampled first."""
+    m = _mask(st, sel)
+    share = (st.loc[m, "wait_s"] / st.loc[m, "step_s"]).to_numpy(float)
+    return intervals.bootstrap_ci(share, np.mean, groups=clusters(st.loc[m]))
+
+
+def _mem_rows(df: pd.DataFrame, run_id: str) -> pd.DataFrame:
+    """Memory readings of a run while every rank ran its measured steps (none: nothing, never readings of
+    another phase)."""
+    m = df[(df.kind == "memory") & (df.run_id == run_id) & (df.phase == "measured")]
+    return m[(m.pss_bytes > 0) & ((m.n_procs > 0) if "n_procs" in m else True)]   # a tree gone or exiting
+
+
 def mem(df: pd.DataFrame, run_id: str, col: str = "pss_bytes") -> np.ndarray:
-    """Memory readings of a run during its measured steps (all readings when none fell there)."""
-    m = df[(df.kind == "memory") & (df.run_id == run_id)]
-    m = m[(m.pss_bytes > 0) & ((m.n_procs > 0) if "n_procs" in m else True)]   # a tree gone or exiting: no reading
-    w = m[m.phase == "measured"]
-    return (w if len(w) else m)[col].to_numpy(float)
+    """Memory readings of a run during its measured steps."""
+    return _mem_rows(df, run_id)[col].to_numpy(float)
+
+
+def mem_ratio(df: pd.DataFrame, a: str, b: str, col: str = "pss_bytes") -> intervals.Estimate:
+    """Median memory of run ``a`` over run ``b`` during their measured steps: rounds (fresh processes)
+    resampled first, then readings."""
+    ra, rb = _mem_rows(df, a), _mem_rows(df, b)
+    return intervals.ratio_ci(ra[col].to_numpy(float), rb[col].to_numpy(float), MEM_STAT,
+                              groups=(clusters(ra), clusters(rb)))
+
+
+def corpus_share(df: pd.DataFrame, run_id: str) -> intervals.Estimate:
+    """The corpus's share of a run's memory (the loader's own PSS growth when loading over the run's mean
+    summed PSS during its measured steps), one value per round, with a t interval over the rounds."""
+    r = runs(df)
+    r = r[(r.run_id == run_id) & (r.status == "ok")] if "status" in r else r[r.run_id == run_id]
+    if not len(r) or "loader_pss_bytes" not in r:
+        return intervals.Estimate(float("nan"), float("nan"), float("nan"), 0)
+    return intervals.t_interval((r.loader_pss_bytes / r.pss_mean_bytes).to_numpy(float))
 
 
 def run_id(loader: str, parallel: str, replicas: int) -> str:
@@ -153,12 +229,23 @@ def in_design(df: pd.DataFrame, *run_ids: str) -> bool:
     return any(rid.split("/")[1:] in (["ddp", str(DDP_DP_REPLICAS)], ["dp", str(DDP_DP_REPLICAS)]) for rid in run_ids)
 
 
-def ddp_over_dp(st: pd.DataFrame, loader: str, level: float = 0.95) -> tuple[float, float, float]:
-    """DDP over DP samples/s of ``loader`` at :data:`DDP_DP_REPLICAS` (median per-step ratio): rounds of fresh
-    runs resampled first, then steps; the same computation for the step's stage-1 look and for the claim."""
-    from ..core.judging import claims
-    from ..core.judging import intervals
+def level_of(df: pd.DataFrame, *run_ids: str) -> float:
+    """The level a row's interval over these runs is drawn at (claims and figures alike): the two-stage
+    design's per-look level where the runs are ones it covers, 95% elsewhere."""
+    from ..core.measuring import sequential
 
+    return sequential.LEVEL if in_design(df, *run_ids) else 0.95
+
+
+def mem_estimate(df: pd.DataFrame, run_id: str, col: str = "pss_bytes") -> intervals.Estimate:
+    """Median memory of a run during its measured steps, rounds resampled first, then readings."""
+    m = _mem_rows(df, run_id)
+    return intervals.bootstrap_ci(m[col].to_numpy(float), MEM_STAT, groups=clusters(m))
+
+
+def ddp_over_dp(st: pd.DataFrame, loader: str, level: float = 0.95) -> intervals.Estimate:
+    """DDP over DP samples/s of ``loader`` at :data:`DDP_DP_REPLICAS`: rounds of fresh runs resampled first,
+    then steps; the same computation for the step's stage-1 look, the claim and the figure."""
     a = {"loader": loader, "parallel": "ddp", "replicas": DDP_DP_REPLICAS}
     b = {"loader": loader, "parallel": "dp", "replicas": DDP_DP_REPLICAS}
-    return intervals.ratio_ci(tput(st, **a), tput(st, **b), level=level, groups=(rounds(st, **a), rounds(st, **b)))
+    return tput_ratio(st, a, b, level)

@@ -51,3 +51,33 @@ def ratio_vs_in_memory(table: dict, loader: str, key) -> float | None:
     """The paper's value over in-memory's at the same cell (computed from the table, not printed)."""
     a, b = table[loader].get(key), table["in-memory"].get(key)
     return None if a is None or b is None else a / b
+
+
+def memory_share_range() -> tuple[float, float]:
+    """ir_datasets' memory as a share of in-memory's over every cell of Table 2 where both ran (DDP at 4
+    and 8 GPUs: in-memory OOM): 6.9% (DDP, 2 GPUs) to 15.0% (DP, 8 GPUs)."""
+    shares = [v / TABLE2["in-memory"][k] for k, v in TABLE2["ir_datasets"].items()
+              if v is not None and TABLE2["in-memory"].get(k) is not None]
+    return min(shares), max(shares)
+
+
+def ahead_cells(loader: str = "ir_datasets", min_gpus: int = 2) -> dict:
+    """``{(parallel, gpus): loader over in-memory}`` of Table 1 on ``min_gpus`` or more GPUs, where both ran."""
+    return {k: r for k in TABLE1[loader] if k[1] >= min_gpus
+            and (r := ratio_vs_in_memory(TABLE1, loader, k)) is not None}
+
+
+# The paper's definitions of the quantities its claims state (section, words), quoted beside ours.
+SAMPLES_PER_S = ("we run each experiment for 1K training batches [...] and report the average number of samples "
+                 "processed per second", "section 3 (Results), with Table 1's '% difference against in-memory'")
+MEMORY = ("the total amount of memory used by the process. Note that, when running in multiple processes (i.e. "
+          "using DDP instead of DataParallel), the reported memory usage from Python's psutil library is only "
+          "for the main process, rather than for the whole program. Therefore, for a fair comparison, we "
+          "multiply the reported memory usage by the number of GPUs", "section 3 (Results) and Table 2")
+DDP_COPIES = ("When using DistributedDataParallel (i.e., multiple processes), each process loads a copy of the "
+              "whole corpus on its own memory space during startup [...] when using DDP, memory usage grows "
+              "linearly with each new instance", "sections 2.2 and 3.2, Table 2")
+TABLE3_SETTING = ("Impact of some of the most traditional optimization techniques for PyTorch using ir_datasets "
+                  "and DDP on 4 GPUs [...] the average number of samples processed per second",
+                  "Table 3's caption and section 3 (section 3.3's text says 'ir_datasets on DP'; its baseline "
+                  "141.62 matches Table 1's DDP 4-GPU 141.31, not DP's 140.66, so the caption's DDP is taken)")

@@ -128,19 +128,27 @@ class Params:
     loader_only: LoaderOnly = key({})
     workers: Workers = key({})
     rounds: int = key(
-        1,
+        3,
         minimum=1,
-        description=("times the grid (train step) runs, one round after another, each run a fresh set of "
-                     "processes; intervals resample rounds first, so they include run-to-run noise"),
-    )   # the grid and the options run this many times, each a fresh run (run-to-run noise)
+        description=("times the grid (train step) and the options run, one round after another, each run a "
+                     "fresh set of processes; intervals resample rounds first, so they include run-to-run "
+                     "noise (a timed row decides nothing from fewer than 3)"),
+    )
+    shrunk: str = key(
+        "",
+        description=("what this profile cut from the study's work to fit its time (never its repeats), said in "
+                     "the ledger's scale text"),
+    )
 
 
 SUB_SECTIONS = ("options", "loader_only", "workers")   # each read by the measurement step of that name only
+LEDGER_ONLY = ("shrunk",)   # read by the claims only: an edit to it reruns no measurement
 
 
 def step_keys(step: str) -> tuple[str, ...]:
     """The keys a measurement step reads: the common keys and its own sub-section, so a changed value in
-    another step's sub-section does not rerun it."""
+    another step's sub-section (or in a key only the ledger reads) does not rerun it."""
     from dataclasses import fields
 
-    return tuple(f.name for f in fields(Params) if f.name not in SUB_SECTIONS or f.name == step)
+    return tuple(f.name for f in fields(Params)
+                 if (f.name not in SUB_SECTIONS or f.name == step) and f.name not in LEDGER_ONLY)

@@ -10,7 +10,9 @@ and the paper's closed-loop concurrency measurements (Section V).
   utilisation, overhead, open loop);
 - :mod:`.analysis`: what the figures and the claims both read from the records (gains, which
   accelerator ran: the CUDA GPU, measured, or the emulated one);
-- :mod:`.figures`, :mod:`.claims`, :mod:`.paper_values`.
+- :mod:`.gains` (Tables I/II) and :mod:`.depths` (Table III): what the figures and the claims both read;
+- :mod:`.figures`, :mod:`.claims` (its rows in :mod:`.rows`), :mod:`.paper_values`;
+- :mod:`.synthetic`: records built through the emulation, for the test of what the paper fixed.
 """
 from ..core.declaring.study import Steps, Study
 from .params import Params
@@ -18,5 +20,5 @@ from .system.server import verbs
 
 STUDY = Study(name="windve", cli="windve", help="WindVE: embedding service with CPU offload of peak queries",
               params=Params, steps=Steps(f"{__name__}.steps"), figures=f"{__name__}.figures",
-              claims=f"{__name__}.claims", verbs=verbs,
+              claims=f"{__name__}.claims", verbs=verbs, synthetic=f"{__name__}.synthetic",
               title="WindVE: embedding service with CPU offload", short="WindVE", order=4)

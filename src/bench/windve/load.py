@@ -134,8 +134,11 @@ def session(timeout_s: float = 60.0) -> aiohttp.ClientSession:
 
 
 async def post_embed(sess: aiohttp.ClientSession, url: str, text: str) -> dict:
-    """One query to ``/embed``: status, device, latency (from this call's start), the vector, and the
-    admission's word: predicted latency (deadline admission) or the rule that refused it (429)."""
+    """One query to ``/embed``: status, device, latency (from this call's start), the vector, the service's
+    own times (``service_s``: arrival to response built, ``queue_s``, ``compute_s``) and the admission's word:
+    the latency predicted when it was admitted (``predicted_s``; requests admitted after it may join its batch
+    and lengthen it), that of the batch it ran in as its last member's admission predicted it
+    (``predicted_batch_s``), or the rule that refused it (429)."""
     t0 = time.perf_counter()
     try:
         async with sess.post(url + "/embed", json={"inputs": text, "normalize": True}) as r:
@@ -144,13 +147,25 @@ async def post_embed(sess: aiohttp.ClientSession, url: str, text: str) -> dict:
             vec = json.loads(body)[0] if r.status == 200 else None
             return {"status": r.status, "device": r.headers.get("x-device", ""), "latency_s": t1 - t0,
                     "dispatch_us": float(r.headers.get("x-dispatch-us", "nan")), "vector": vec,
+                    "service_s": _ms(r.headers.get("x-total-time")), "queue_s": _ms(r.headers.get("x-queue-time")),
+                    "compute_s": _ms(r.headers.get("x-compute-time")),
                     "retry_after": r.headers.get("Retry-After"),
                     "predicted_s": float(r.headers.get("x-predicted-time", "nan")) / 1e3,
+                    "predicted_batch_s": _ms(r.headers.get("x-predicted-batch-time")),
                     "refused_by": r.headers.get("x-refused-by", "")}
     except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
         return {"status": -1, "device": "", "latency_s": time.perf_counter() - t0, "dispatch_us": float("nan"),
-                "vector": None, "retry_after": None, "predicted_s": float("nan"), "refused_by": "",
+                "vector": None, "retry_after": None, "predicted_s": float("nan"), "predicted_batch_s": float("nan"),
+                "refused_by": "",
                 "error": type(exc).__name__}
+
+
+def _ms(header: str | None) -> float:
+    """A service header in milliseconds as seconds (NaN when absent)."""
+    try:
+        return float(header) / 1e3
+    except (TypeError, ValueError):
+        return float("nan")
 
 
 async def closed_round(sess: aiohttp.ClientSession, url: str, texts: list[str]) -> list[dict]:

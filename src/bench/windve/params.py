@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..core.base.errors import ConfigError
 from ..core.declaring.keys import key
 
 
@@ -87,6 +88,12 @@ class Params:
         items={"enum": ["v100-xeon", "atlas-kunpeng"]},
         description="pairs fine-tuned for Tables I/II (null = all of `pairs`)",
     )   # None: all of ``pairs``
+    service_processes: int = key(
+        3,
+        minimum=1,
+        description=("fresh service processes each step starts, one after another (each loads the model and warms "
+                     "up anew); every timed row's interval resamples them, and decides nothing from fewer than 3"),
+    )
     rounds: int = key(3, minimum=1, description="closed-loop rounds per concurrency level")
     profile_levels: Levels = key(
         {"cpu": [1, 8, 16], "accelerator": [1, 32, 64]},
@@ -101,21 +108,22 @@ class Params:
     stress_repeats: int = key(
         3,
         minimum=1,
-        description=("stress searches per Table III cell: the paper's climb from one step, then each repeat "
-                     "re-measures the bracket afresh from the first search's depth; the depth's interval spans the "
-                     "searches, and a cell counts as converged only when every search is bracketed"),
-    )   # stress searches per Table III cell: the paper's climb, then re-measured brackets
+        description=("stress searches per Table III cell over all the service processes (each runs its share, at "
+                     "least one): a process's first search is the paper's climb from one step, a further one "
+                     "re-measures the bracket afresh from that depth; a cell counts as converged only when every "
+                     "search is bracketed"),
+    )
     lengths: tuple[int, ...] = key(
         [75, 150, 300, 500],
         items={"minimum": 1, "maximum": 510},
         min_items=1,
-        description="query lengths of Figure 5 (paper 75 to 500)",
+        description="query lengths of Figure 5 (paper 75 to 500; drawn only: profiled in the first service process)",
     )
     cpu_cores: tuple[int, ...] = key(
         [1, 2],
         items={"minimum": 1},
         min_items=1,
-        description="thread counts (cores) of the CPU instance for Figure 6",
+        description="thread counts (cores) of the CPU instance for Figure 6 (drawn only: the first service process)",
     )
     cpu_instance_threads: int | None = key(
         None,
@@ -128,20 +136,32 @@ class Params:
     fine_tune_step: int = key(1, minimum=1)
     fine_tune_max_runs: int = key(8, minimum=1)
     search_repeats: int = key(
-        2,
+        3,
         minimum=1,
-        description=("independent fine-tuning searches per Tables I/II cell, each from the regression depths; the "
-                     "gain's interval spans the searches' round bounds, and a cell counts as converged only when "
-                     "every search is bracketed"),
-    )   # independent fine-tuning searches per Tables I/II cell (intervals over searches)
+        description=("independent fine-tuning searches per Tables I/II cell over all the service processes (each "
+                     "runs its share, at least one), each from the regression depths; the gain's interval is over "
+                     "the processes, and a cell counts as converged only when every search is bracketed"),
+    )
     overload_factor: int = key(3, minimum=2)
     overhead_batch: int = key(8, minimum=1)
     overhead_repeats: int = key(
         8,
         minimum=1,
-        description=("measured bare-model / service pairs (interleaved) in each step's service process (profile "
-                     "and serving: two fresh processes); the service's share is the median of the paired ratios, "
-                     "resampled by process first"),
+        description=("measured bare-model / service pairs (interleaved) per step over all its service processes "
+                     "(each runs its share, at least one); the service's share is the median of the paired ratios, "
+                     "resampled by fresh service process first"),
     )
-    openloop: OpenLoop = key({})
+    openloop: OpenLoop = key({}, description="beyond the paper, drawn only: run in the first service process")
     targets: Targets = key({})
+
+
+def check(p: Params) -> None:
+    """The section's cross-key checks, at the start of the serving step (before any service starts; the
+    profile step does not read the open loop's keys): the bursty schedule's quiet rate must not be negative
+    (burst_factor x burst_s <= period_s, burst_s < period_s)."""
+    o = p.openloop
+    if not 0 < o.burst_s < o.period_s:
+        raise ConfigError(f"windve.openloop.burst_s must be in (0, period_s={o.period_s:g}), got {o.burst_s:g}")
+    if o.burst_factor * o.burst_s > o.period_s:
+        raise ConfigError(f"windve.openloop: burst_factor x burst_s ({o.burst_factor * o.burst_s:g}) exceeds "
+                          f"period_s {o.period_s:g}: the quiet rate between bursts would be negative")

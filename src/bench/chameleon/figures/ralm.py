@@ -16,7 +16,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 
 from ...core.presenting import plotting
-from ...core.judging.claims import ratio_ci
+from ...core.judging.intervals import ratio_ci
 from ...core.presenting.figures import figure
 from .. import analysis, paper_values
 from ..analysis import model_size as _size

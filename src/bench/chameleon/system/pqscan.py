@@ -167,6 +167,19 @@ class IVFPQLayout:
             self, coarse=self.coarse.to(device), centroids=self.centroids.to(device),
             codes_off=self.codes_off.to(device), norm_term=self.norm_term.to(device), ids=self.ids.to(device))
 
+    def interleaved(self, block: int = 32):
+        """The same index laid out for the fused scan (:class:`bench.ann.ivfpq_fused.InterleavedLists`:
+        1-byte codes interleaved per list in blocks of ``block`` vectors) on this layout's device."""
+        import torch
+
+        from ...ann.ivfpq_fused import InterleavedLists
+
+        jofs = torch.arange(self.m, dtype=torch.int32, device=self.device) * KSUB
+        codes = (self.codes_off - jofs).to(torch.uint8).cpu().numpy()
+        return InterleavedLists.build(self.coarse.cpu().numpy(), self.centroids.cpu().numpy(), codes,
+                                      self.ids.cpu().numpy(), self.norm_term.cpu().numpy(), self.offsets,
+                                      block=block, device=str(self.device))
+
     def code_bytes(self, lists: np.ndarray) -> int:
         """Bytes of m-byte PQ codes the probed ``lists`` (any shape) hold."""
         return int(self.sizes[np.asarray(lists)].sum()) * self.m

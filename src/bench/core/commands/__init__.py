@@ -1,2 +1,3 @@
-"""The command line a study gets from its declaration (``studycli``, ``cliutil``) and the checks every
-command makes at its door before work starts (``doors``: bad input becomes ``bench: error: ...``)."""
+"""The command line a study gets from its declaration (``studycli``, ``cliutil``), ``bench study NAME``: one
+study's rules, then its rows in the ledger and report joined over what exists (``onestudy``), and the checks
+every command makes at its door before work starts (``doors``: bad input becomes ``bench: error: ...``)."""

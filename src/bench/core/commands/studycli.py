@@ -1,7 +1,8 @@
 """The verbs every study's ``bench <study> ...`` command has, built in one place from the study's
 ``STUDY`` declaration (:mod:`bench.core.declaring.study`).
 
-- ``build [NAME]`` the study's build steps (indexes, tables, models: files a measurement step reads);
+- ``build [NAME]`` the study's build steps (indexes, tables, models: files a measurement step reads), run
+  through :func:`bench.core.measuring.step.build`, which writes the build's own time and memory beside them;
 - ``measure STEP --out RECORDS [--input KEY=PATH ...] [--dataset NAME] [--processes P] --profile --seed
   --threads --params`` runs one measurement step through :func:`bench.core.measuring.step.execute` (``--processes``:
   a step declared ``processes=True`` splits its repeats over P fresh processes);
@@ -141,12 +142,9 @@ def _context(study, a: argparse.Namespace, suffix: str | None) -> step.Context:
                         processes=getattr(a, "processes", 1))
 
 
-def _build(study, s, a: argparse.Namespace):
-    from ..measuring import measure
-
-    ctx = _context(study, a, None)
-    measure.set_threads(ctx.threads)
-    return s.fn(ctx)
+def _build(study, s, a: argparse.Namespace) -> Path:
+    """The build, through the skeleton that records its time and memory beside its output."""
+    return step.build(_context(study, a, None), s.fn)
 
 
 def _claims(study, a: argparse.Namespace) -> Path:

@@ -145,7 +145,22 @@ def validate_section(study: str, section: Any) -> dict:
                           f"(bench.core.declaring.keys) in src/bench/{study}/params.py")
     section = {} if section is None else _coerce(copy.deepcopy(section), schema)
     _validate(section, schema, study)
+    _cross_keys(study, section)
     return section
+
+
+def _cross_keys(study: str, section: dict) -> None:
+    """A study's checks across keys (a schema checks each key alone): ``check(params)`` in its
+    ``params.py``, run on the typed parameters whenever its section is validated, so even ``snakemake -n``
+    stops on a bad combination before any job."""
+    import importlib
+
+    from . import params
+
+    module = importlib.import_module(f"bench.{study}.params")
+    check = getattr(module, "check", None)
+    if callable(check):
+        check(params.build(module.Params, section, study))
 
 
 def top_schema() -> dict:

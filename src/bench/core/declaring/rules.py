@@ -7,7 +7,8 @@ rule file of its own. The paths follow one layout:
 
 - a measurement writes ``<results>/<study>/<writes>_{dataset}.parquet`` (per dataset) or
   ``<results>/<study>/<writes>.parquet`` (once);
-- a build writes its declared files under ``<indexes>/<study>/``;
+- a build writes its declared files under ``<indexes>/<study>/``, and its own record set (its time and
+  memory, kind ``<writes>_build``) beside the file or folder its ``--out`` names;
 - a need is fed by its producer: ``manifest`` by the job's dataset's prepared manifest, a step's ``writes``
   by that step's (first) file: the same dataset's where both run per dataset, the first dataset's for a job
   on the first dataset, every dataset's for a job that runs once; a build's other files are waited for.
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .study import DATASET_INPUT, Step, Study
+from .study import DATASET_INPUT, Step, Study, build_records
 
 WILD = "{dataset}"
 
@@ -84,7 +85,7 @@ def derive(study: Study, section: dict, *, results: str, indexes: str,
            manifest: Callable[[str], str]) -> tuple[dict[str, dict], dict[str, list[str]]]:
     """``({step: job}, {record kind: [paths]})`` of an enabled study: each job as ``workflows/common.smk``'s
     ``job()`` takes it (out, needs, after, params, dataset, out_arg, threads), each measurement's record
-    paths for every dataset it runs on."""
+    paths for every dataset it runs on, and each build's own record set (kind ``<writes>_build``)."""
     datasets = list(section.get("datasets") or [])
     steps = dict(study.steps.items())
     for s in steps.values():
@@ -95,11 +96,12 @@ def derive(study: Study, section: dict, *, results: str, indexes: str,
     for n, s in steps.items():
         needs, after = _wiring(study, s, files, datasets, manifest)
         out = {k: _fill(v, s, datasets) for k, v in files[n].items()}
+        out_arg = _fill(f"{indexes}/{study.name}/{s.out_arg}", s, datasets) if s.out_arg else None
+        if s.kind == "build":   # its own record set, after the files its consumers are given
+            out["build_records"] = build_records(out_arg or next(iter(out.values())))
         jobs[n] = {"out": out, "needs": needs, "after": after, "params": _params(s, section, datasets),
-                   "dataset": datasets[0] if s.per == "first" else None,
-                   "out_arg": _fill(f"{indexes}/{study.name}/{s.out_arg}", s, datasets) if s.out_arg else None,
-                   "threads": s.threads}
-        if s.kind == "measure":
-            path = out["out"]
-            records[s.writes] = [path.replace(WILD, d) for d in datasets] if WILD in path else [path]
+                   "dataset": datasets[0] if s.per == "first" else None, "out_arg": out_arg, "threads": s.threads}
+        path = out["out"] if s.kind == "measure" else out["build_records"]
+        records[s.writes if s.kind == "measure" else s.build_kind] = \
+            [path.replace(WILD, d) for d in datasets] if WILD in path else [path]
     return jobs, records

@@ -24,6 +24,14 @@ from typing import Callable, Iterator
 from .discover import study_names
 
 DATASET_INPUT = "manifest"   # the prepared dataset a step measures (workflows/data.smk makes it)
+LEVEL = "level"   # the column naming each row's level in a step declared levels=(...): "run", "query", ...
+BUILD_RECORDS = ".build.parquet"   # a build's own record set, beside what it writes (bench.core.measuring.step.build)
+
+
+def build_records(out) -> str:
+    """The record set a build writes beside its output ``out`` (a file or a folder; a ``{dataset}`` pattern
+    stays one): ``<out>.build.parquet``."""
+    return f"{str(out).rstrip('/')}{BUILD_RECORDS}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,16 +54,23 @@ class Step:
     threads: int | None = None   # the job's threads (None: every core; a measurement runs alone)
     section_for: Callable | None = None   # (section, dataset) -> the section one dataset's job is given
     timed: bool = True   # False: it times nothing (a model, a simulation): no wait for quiet, no reruns
+    levels: tuple[str, ...] | None = None   # the levels its rows come at ("run", "query"), named in ``level``
 
     def __call__(self, ctx):
         return self.fn(ctx)
+
+    @property
+    def build_kind(self) -> str:
+        """The record kind of a build's own record set (its time and memory): ``<writes>_build``."""
+        return f"{self.writes}_build"
 
 
 def step(name: str, *, needs: tuple[str, ...] = (), optional: tuple[str, ...] = (), writes: str | None = None,
          kind: str = "measure", processes: bool = False, decide: Callable | None = None,
          keys: tuple[str, ...] | None = None, per: str | None = None, out: str | dict | None = None,
          out_arg: str | None = None, threads: int | None = None,
-         section_for: Callable | None = None, timed: bool = True) -> Callable[[Callable], Callable]:
+         section_for: Callable | None = None, timed: bool = True,
+         levels: tuple[str, ...] | None = None) -> Callable[[Callable], Callable]:
     """Declare a step in its module: ``@step("recall", needs=("manifest", "index"), writes="recall")``.
     A need may be a glob (``index_*``) where a step reads one file per dataset. ``writes`` defaults to the
     step's name. ``processes=True``: the step can repeat cheaply, so it splits its measured repeats
@@ -76,7 +91,11 @@ def step(name: str, *, needs: tuple[str, ...] = (), optional: tuple[str, ...] = 
     section one dataset's job is given (a per-dataset override), so an override reruns that dataset only.
     ``timed=False``: the step times nothing (its rows are modelled or simulated), so it does not wait for a
     quiet machine nor rerun (:func:`bench.core.measuring.step.execute`): it runs beside the pipeline's other jobs, and
-    waiting on them only held a core (up to ``quiet.WAIT_BOUND_S`` twice, on the critical path)."""
+    waiting on them only held a core (up to ``quiet.WAIT_BOUND_S`` twice, on the critical path).
+    ``levels=("run", "query")``: the step's rows come at several levels (a timed run, one query's result), in
+    one record set, each naming its own in the ``level`` column (checked by the skeleton). A build
+    (``kind="build"``) also writes its own record set beside its output, kind ``<writes>_build``
+    (:func:`bench.core.measuring.step.build`)."""
     if kind not in ("measure", "build"):
         raise ValueError(f"step {name}: kind must be measure or build, not {kind!r}")
     per = per or ("dataset" if DATASET_INPUT in needs else "study")
@@ -91,8 +110,11 @@ def step(name: str, *, needs: tuple[str, ...] = (), optional: tuple[str, ...] = 
             raise ValueError(f"step {name}: only a measurement step repeats across processes")
         if processes and not timed:
             raise ValueError(f"step {name}: a step that times nothing has no repeats to split over processes")
+        if levels is not None and (kind != "measure" or not levels or len(set(levels)) != len(levels)):
+            raise ValueError(f"step {name}: levels= names the distinct levels of a measurement's rows, not {levels!r}")
         fn.step = Step(name, fn, tuple(needs), tuple(optional), writes or name, kind, processes, decide,
-                       None if keys is None else tuple(keys), per, files, out_arg, threads, section_for, timed)
+                       None if keys is None else tuple(keys), per, files, out_arg, threads, section_for, timed,
+                       None if levels is None else tuple(levels))
         fn.reads, fn.optional_reads = tuple(needs), tuple(optional)   # what bench.core.commands.doors checks
         return fn
     return mark

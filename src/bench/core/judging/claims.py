@@ -98,13 +98,14 @@ class Claim:
     fixed_by: str = ""               # paper inputs that set our value (comma-separated names): a sanity check
     clusters: float | None = None    # fresh processes the interval resampled
     quantity: str = ""               # what the row measures (a target on a paper row's quantity shares its premises)
+    why: str = ""                    # why the verdict follows, in one clause (the reason's end, for a folded cell)
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
             raise ValueError(f"{self.claim_id}: unknown verdict {self.verdict!r}; one of {VERDICTS}")
         if self.source not in SOURCES:
             raise ValueError(f"{self.claim_id}: unknown source {self.source!r}; one of {SOURCES}")
-        for name in ("claim", "paper_value", "unit", "scale", "reason", "definition"):   # np.float64(0.5) -> 0.5
+        for name in ("claim", "paper_value", "unit", "scale", "reason", "definition", "why"):   # np.float64 -> number
             object.__setattr__(self, name, NUMPY_REPR.sub(r"\1", str(getattr(self, name))))
 
 
@@ -414,17 +415,19 @@ def claim(study: str, claim_id: str, text: str, paper_value: str, *, ours: float
                   tuple(fidelity.missing(needs or (), have)), fidelity.words(sorted(have)) if have else "",
                   judged_on, definition, quality)
     lead = "; ".join(filter(None, [reason, *notes, *_notes(terms)]))
+    because = ""
     if verdict is None:
         verdict, because = _decide(terms)
         reason = f"{lead}; {because}" if lead and because else lead or because
         reason += _target_words(terms, verdict, target)
     else:
         reason = lead
+    because = because or (reason.split("; ")[0] if reason else verdict)
     return Claim(study, claim_id, text, paper_value, _f(ours), _f(lo), _f(hi), unit, scale, source,
                  verdict, reason, _f(threshold), direction, terms.machine_busy, _f(threshold_also), _f(band_high),
                  interval, "; ".join(p.text() for p in premises), definition.text() if definition else "",
                  None if needs is None else ",".join(needs), ",".join(sorted(have)),
-                 ",".join(inp.name for inp in fixed_by), _f(clusters), quantity)
+                 ",".join(inp.name for inp in fixed_by), _f(clusters), quantity, because)
 
 
 def _refuse_deciding_premises(claim_id: str, premises: Sequence[Premise], threshold, direction: str) -> None:

@@ -148,8 +148,8 @@ def words(needs: Iterable[str]) -> str:
 
 def ran_on(rows: pd.DataFrame, extra: Iterable[str] = ()) -> frozenset[str]:
     """The hardware the measured rows ran on, from the columns every record has: ``source`` (an emulated,
-    modelled or not-run row ran on no real hardware of its kind), ``device`` (``cuda...`` is a GPU) and
-    ``gpus`` (how many). ``extra``: hardware the study established itself (a premise measured from these
+    modelled or not-run row ran on no real hardware of its kind), ``device`` or ``accelerator`` (``cuda...``
+    or ``gpu...`` is a GPU, ``npu...``/``ascend...`` an NPU) and ``gpus`` (how many). ``extra``: hardware the study established itself (a premise measured from these
     records, e.g. an SSD's parallelism). Rows that did not all run on a piece of hardware do not count."""
     if rows is None or len(rows) == 0:
         return frozenset()
@@ -157,11 +157,17 @@ def ran_on(rows: pd.DataFrame, extra: Iterable[str] = ()) -> frozenset[str]:
     if not (src == "measured").all():
         return frozenset()   # something was emulated or modelled: no real hardware of its kind ran it
     have = set(extra)
-    if "device" in rows and rows["device"].astype(str).str.startswith("cuda").all():
-        have.add("gpu")
-        n = int(rows["gpus"].min()) if "gpus" in rows and rows["gpus"].notna().all() else 1
-        if n > 1:
-            have.add(f"gpus:{n}")
+    for col in ("device", "accelerator"):
+        if col not in rows:
+            continue
+        dev = rows[col].astype(str).str.lower()
+        if dev.str.startswith(("cuda", "gpu")).all():
+            have.add("gpu")
+            n = int(rows["gpus"].min()) if "gpus" in rows and rows["gpus"].notna().all() else 1
+            if n > 1:
+                have.add(f"gpus:{n}")
+        elif dev.str.startswith(("npu", "ascend")).all():
+            have.add("npu")
     return frozenset(have)
 
 

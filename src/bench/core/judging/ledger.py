@@ -170,12 +170,14 @@ def to_markdown(df: pd.DataFrame, title: str) -> str:
     return "\n".join(lines)
 
 
-def write(paths: Sequence[str | Path], out_md: str | Path, profile: str, history: bool = True) -> pd.DataFrame:
-    """The whole ledger as records: append this run to the history, then Markdown and Parquet (the page and
-    the figure of it: :mod:`bench.core.presenting.ledger_page`)."""
+def write(paths: Sequence[str | Path], out_md: str | Path, profile: str, history: bool = True,
+          history_dir: str | Path | None = None) -> pd.DataFrame:
+    """The whole ledger as records: append this run to the history (``history``), then Markdown and Parquet
+    (the page and the figure of it: :mod:`bench.core.presenting.ledger_page`). ``history_dir``: where the
+    runs' history is kept (default ``history/`` beside ``out_md``; a partial ledger reads the pipeline's)."""
     out_md = Path(out_md)
     df = join(paths)
-    folder = out_md.parent / "history"
+    folder = Path(history_dir) if history_dir is not None else out_md.parent / "history"
     if history:
         append_history(df, folder, profile)
     df = with_stability(df, folder, profile)

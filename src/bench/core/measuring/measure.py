@@ -132,7 +132,8 @@ def repeat(fn: Callable[[], Any], repeats: int, warmup: int = 1, cuda: bool = Fa
     """Run ``fn`` ``warmup`` times (timed, reported apart) then ``repeats`` measured times. Each measured run
     is watched on its own window: one that ran while others used more than :data:`quiet.BUSY_SHARE` of the
     machine is run again after a bounded wait (up to :data:`quiet.RERUNS` times); runs too short for a
-    window of their own are judged together. What it saw goes to :data:`LOG`."""
+    window of their own are judged together (with ``BENCH_QUIET=off``, :func:`quiet.checks_on`, none is run
+    again). What it saw goes to :data:`LOG`."""
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
     if warmup < 0:
@@ -143,7 +144,7 @@ def repeat(fn: Callable[[], Any], repeats: int, warmup: int = 1, cuda: bool = Fa
         for attempt in range(quiet.RERUNS + 1):
             s, res, span = _one(fn, cuda)
             busy = span.busy and span.wall_s >= MIN_SPAN_S
-            if not busy or attempt == quiet.RERUNS:
+            if not busy or attempt == quiet.RERUNS or not quiet.checks_on():
                 break
             out.reruns += 1
             quiet.wait_until_quiet(bound_s=quiet.REPEAT_WAIT_S)

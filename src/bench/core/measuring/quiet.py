@@ -11,6 +11,12 @@ repeat that stays busy after the bound is flagged ``machine_busy`` and its claim
 
 The 1-minute load average lags (it still shows a job that just ended), so the quick sample reads /proc/stat
 for a short window instead.
+
+Tests that run a step without measuring anything (its wiring, its rows, its figures) turn the waits and reruns
+off with ``BENCH_QUIET=off`` in the environment (:func:`checks_on`; ``tests/conftest.py`` sets it, and the
+tests of this logic turn it back on): the skeleton then neither samples nor waits nor reruns, still records
+others' share over each repeat, and says in the provenance that the checks were off. ``make run`` and
+``make study`` set it on.
 """
 from __future__ import annotations
 
@@ -24,6 +30,18 @@ WAIT_BOUND_S = 20.0   # the longest wait for a quiet machine before a step (or a
 RERUNS = 1            # reruns of a busy repeat (a fresh process, or a short whole step)
 RERUN_MAX_S = 90.0    # a whole step (not split over processes) is rerun only when it took at most this
 REPEAT_WAIT_S = 5.0   # the longest wait for a quiet machine before one repeat is run again
+SWITCH = "BENCH_QUIET"   # "off": no waits, no samples, no reruns (tests that measure nothing)
+
+
+def checks_on() -> bool:
+    """Whether the step skeleton waits for a quiet machine and reruns busy repeats: yes unless
+    ``BENCH_QUIET=off`` (or ``0``) is in the environment."""
+    return os.environ.get(SWITCH, "on").strip().lower() not in ("off", "0")
+
+
+def off_record() -> dict:
+    """What the skeleton records in place of a sample while the checks are off."""
+    return {"waited_s": 0.0, "samples": 0, "quiet": None, "checks": f"off ({SWITCH}=off: a test, not a measurement)"}
 
 
 def _cpu_times() -> tuple[float, float]:

@@ -9,6 +9,9 @@ A record set is three files sharing a stem:
 
 The Parquet file is written last and each file is written atomically, so an interrupted run never
 leaves a Parquet file that a later run (or Snakemake) could take as complete.
+
+One record set may hold rows of several levels (a step declared ``levels=("run", "query")``: its timed runs
+and each query's result), each naming its level in the ``level`` column; :func:`at_level` reads one.
 """
 from __future__ import annotations
 
@@ -34,7 +37,7 @@ def _stem(path: str | os.PathLike) -> Path:
 def paths(path: str | os.PathLike) -> dict[str, Path]:
     stem = _stem(path)
     return {
-        "parquet": stem.with_suffix(".parquet"),
+        "parquet": Path(f"{stem}.parquet"),   # a dotted stem (index.faiss.build) keeps its dots
         "summary": Path(f"{stem}.summary.csv"),
         "provenance": Path(f"{stem}.provenance.json"),
     }
@@ -109,4 +112,18 @@ def read_kinds(inputs: Mapping[str, list]) -> dict[str, pd.DataFrame]:
         df.attrs["provenance"] = frames[0].attrs.get("provenance", {})
         df.attrs["provenances"] = [f.attrs.get("provenance", {}) for f in frames]
         out[kind] = df
+    return out
+
+
+def at_level(df: pd.DataFrame, level: str) -> pd.DataFrame:
+    """The rows of one level (``level`` column: ``run``, ``query``, ...) with the columns only other levels
+    fill dropped; the provenance stays in ``attrs``. A record set with no ``level`` column, or none at that
+    level, is an error naming what it has."""
+    if "level" not in df:
+        raise ValueError(f"records have no 'level' column (their step declares no levels=); asked for {level!r}")
+    rows = df[df["level"] == level]
+    if rows.empty:
+        raise ValueError(f"no rows at level {level!r}; the records hold {sorted(set(df['level'].astype(str)))}")
+    out = rows.dropna(axis=1, how="all").reset_index(drop=True)
+    out.attrs = dict(df.attrs)
     return out

@@ -80,10 +80,10 @@ def figure(df: pd.DataFrame, out_png: str | Path, profile: str) -> list[Path]:
 
 
 def write(paths: Sequence[str | Path], out_md: str | Path, out_png: str | Path, profile: str,
-          history: bool = True) -> pd.DataFrame:
+          history: bool = True, history_dir: str | Path | None = None) -> pd.DataFrame:
     """The whole ledger: its records (:func:`bench.core.judging.ledger.write`), then the HTML page and the
     figure."""
-    df = ledger.write(paths, out_md, profile, history)
+    df = ledger.write(paths, out_md, profile, history, history_dir)
     write_text(Path(out_md).with_suffix(".html"), to_html(df, ledger.title(profile)))
     figure(df, out_png, profile)
     return df

@@ -157,16 +157,32 @@ def _summary(text: str) -> str:
 
 
 def _why(r) -> str:
-    """The reason, folded: its first clause shown, the whole reason and the scale, interval and premises
-    inside."""
+    """The reason, folded: why the verdict follows shown (not the method), and inside it the whole reason, the
+    paper's definition beside ours, the hardware the claim needs and where it ran, the scale, the interval
+    and the premises."""
     reason = _words(r.reason)
+    verdict_why = _words(getattr(r, "why", "") or "")
     more = [f"<p>{_nowrap_numbers(reason)}</p>"]
-    for name, attr in (("Scale", "scale"), ("Interval", "interval"), ("Premises", "premise")):
-        v = getattr(r, attr, "")
-        if not _nan(v) and str(v).strip():
-            more.append(f"<p><b>{name}:</b> {_nowrap_numbers(_words(v))}</p>")
-    return (f"<details><summary><span class=s>{_nowrap_numbers(_summary(reason))}</span></summary>{''.join(more)}"
+    for name, text in (("Definition", getattr(r, "definition", "")), ("Needs", _needs(r)),
+                       ("Scale", getattr(r, "scale", "")), ("Interval", getattr(r, "interval", "")),
+                       ("Premises", getattr(r, "premise", ""))):
+        if not _nan(text) and str(text).strip():
+            more.append(f"<p><b>{name}:</b> {_nowrap_numbers(_words(text))}</p>")
+    shown = _summary(verdict_why) if verdict_why.strip() else _summary(reason)
+    return (f"<details><summary><span class=s>{_nowrap_numbers(shown)}</span></summary>{''.join(more)}"
             f"</details>")
+
+
+def _needs(r) -> str:
+    """The hardware the claim's mechanism needs and what the records ran on, in words."""
+    from ..judging import fidelity
+
+    needs = getattr(r, "needs", None)
+    if _nan(needs) or needs is None or not str(needs).strip():
+        return ""
+    ran = str(getattr(r, "ran_on", "") or "").strip()
+    have = fidelity.words(ran.split(",")) if ran else "none of it (a stand-in here)"
+    return f"{fidelity.words(str(needs).split(','))}; these records ran on {have}"
 
 
 def row_id(study: str, claim_id: str) -> str:

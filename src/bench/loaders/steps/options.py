@@ -35,24 +35,35 @@ def option_runs(o: Options) -> list[tuple[str, str, dict, dict]]:
 
 @step("options", needs=("bundle",), per="first", keys=step_keys("options"))
 def options(ctx: Context) -> Result:
-    """Table 3 on the paper's chosen configuration (ir_datasets, DDP), plus worker start method and cold cache."""
-    from . import _run_rows
-
+    """Table 3 on the paper's chosen configuration (ir_datasets, DDP), plus worker start method and cold cache,
+    ``rounds`` times: each round runs every option again in fresh processes (rows carry ``round``), so the
+    options' intervals resample rounds first and hold run-to-run noise."""
     p: Params = ctx.params
-    o = p.options
     server_s = inputs.preload(ctx)
     cuda = devices.cuda_available()
     rows = []
+    for rnd in range(p.rounds):
+        rows += _round(ctx, p, rnd, cuda)
+    prov = inputs.provenance(ctx, {"options": as_dict(p.options), "rank_server_start_s": server_s,
+                                   "rounds": p.rounds})
+    return Result(records=pd.DataFrame(rows), provenance=prov, dataset_id=ctx.dataset,
+                  method=inputs.METHOD_RUN + METHOD + inputs.START_NOTE)
+
+
+def _round(ctx: Context, p: Params, rnd: int, cuda: bool) -> list[dict]:
+    """One round of the options, each run a fresh set of processes; a run this machine cannot do is one
+    ``not_run`` row (in round 0 only)."""
+    from . import _run_rows
+
+    o, rows = p.options, []
     for option, value, changes, flags in option_runs(o):
-        base = {"run_id": f"{option}={value}", "option": option, "option_value": value}
+        base = {"run_id": f"{option}={value}", "option": option, "option_value": value, "round": rnd}
         # pin_memory is a no-op without CUDA, recorded so: the same run without it is another row
         why = "pin_memory needs CUDA (a no-op on CPU)" if changes.get("pin_memory") and not cuda else None
         why = why or inputs.too_many_replicas(o.replicas, cuda)
         if why:
-            rows.append(_run_rows.not_run_row(base, o.loader, o.parallel, o.replicas, why))
+            rows += [_run_rows.not_run_row(base, o.loader, o.parallel, o.replicas, why)] if rnd == 0 else []
             continue
         spec = inputs.spec(ctx, o.loader, o.parallel, o.replicas, **changes)
-        rows += _run_rows.measure_run(spec, base, **flags, **inputs.run_kw(p))
-    prov = inputs.provenance(ctx, {"options": as_dict(o), "rank_server_start_s": server_s})
-    return Result(records=pd.DataFrame(rows), provenance=prov, dataset_id=ctx.dataset,
-                  method=inputs.METHOD_RUN + METHOD + inputs.START_NOTE)
+        rows += _run_rows.measure_run(spec, base, check_memory=rnd == 0, **flags, **inputs.run_kw(p))
+    return rows

@@ -6,7 +6,9 @@ Enough repeats to decide: the DDP-over-DP claim (Table 1, 2 GPUs, every loader) 
 project's fixed two-stage design (:mod:`bench.core.measuring.sequential`). Stage 1 is the whole grid ``rounds`` times;
 for each loader whose stage-1 DDP/DP interval (drawn at the design's level, rounds resampled first)
 straddles 1, stage 2 runs that loader's DP and DDP runs at 2 replicas ``rounds`` more times (a size fixed
-in advance). Only those runs are repeated, so the extra time stays a few runs (about a second each on tiny)."""
+in advance). Only those runs are repeated, and only on CUDA: the claim's mechanism (the GIL between DP's
+threads, one process per GPU in DDP) needs two GPUs, so the CPU stand-in is drawn and never judges it,
+and repeating it to decide would buy nothing."""
 from __future__ import annotations
 
 import numpy as np
@@ -42,7 +44,7 @@ def _grid_round(ctx: Context, p: Params, rnd: int, stage: int, cuda: bool, only=
                         rows.append(_run_rows.not_run_row(base, loader, parallel, replicas, why))
                     continue
                 rows += _run_rows.measure_run(inputs.spec(ctx, loader, parallel, replicas), base,
-                                              **inputs.run_kw(p))
+                                              check_memory=rnd == 0, **inputs.run_kw(p))
     return rows
 
 
@@ -50,10 +52,10 @@ def undecided(rows: pd.DataFrame, p: Params) -> list[str]:
     """Stage 1's look: the loaders whose DDP-over-DP interval at 2 replicas, drawn at
     :data:`sequential.LEVEL` over the rounds so far, straddles 1 (neither wholly above nor wholly below), or
     that ran in fewer than :data:`analysis.MIN_ROUNDS` rounds (too few for an interval: the claim would decide
-    nothing from them, so stage 2 runs them; before, a 2-round interval that happened to clear 1 stopped the
-    design and the claim then refused it)."""
+    nothing from them, so stage 2 runs them). None where the runs were not on CUDA: the claim needs two GPUs,
+    and a CPU stand-in never judges it."""
     r = A.DDP_DP_REPLICAS
-    if r not in p.grid.dp or r not in p.grid.ddp:
+    if r not in p.grid.dp or r not in p.grid.ddp or not A.on_cuda(rows):
         return []
     st = A.steps(A.grid(rows))
     out = []
@@ -83,7 +85,8 @@ def train(ctx: Context) -> Result:
         rows += _grid_round(ctx, p, rnd, 2, cuda, only=only)
     design = {"design": sequential.METHOD, "claim": "ddp-faster-than-dp (DP and DDP at "
               f"{A.DDP_DP_REPLICAS} replicas, per loader)", "stage_size_rounds": p.rounds,
-              "stage2_loaders": again, "stages": 2 if again else 1}
+              "stage2_loaders": again, "stages": 2 if again else 1,
+              "stage2_runs_on": "CUDA only: the claim needs 2 GPUs, a CPU stand-in never judges it"}
     return Result(records=pd.DataFrame(rows),
                   method=inputs.METHOD_RUN + inputs.parallel_note(cuda) + ". " + inputs.START_NOTE,
                   provenance=inputs.provenance(ctx, {"rank_server_start_s": server_s, "sequential": design}),

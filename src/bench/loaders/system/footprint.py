@@ -111,25 +111,62 @@ def smaps_disagreement(row) -> float:
 
 class Sampler:
     """Samples :func:`reading` every ``interval_s`` in a background thread of the launching process
-    (outside the measured processes); every ``independent_every``-th reading adds smaps_rollup."""
+    (outside the measured processes). Without ``check``, every ``independent_every``-th reading adds the
+    ``/proc/<pid>/smaps`` check. With ``check`` (an object with ``started()``: every rank has begun its
+    measured steps, ``ready()``: every rank holds the memory of its measured steps after the last one, and
+    ``release()``: let them go on), the readings are plain, one is taken as the measured steps begin (so
+    even a short measured phase has one), and the one reading with the check is taken as soon as
+    ``ready()`` (marked ``check``), then ``release()``: the check reads the measured phase's memory and never
+    slows a timed step."""
 
-    def __init__(self, pids, interval_s: float = 0.1, independent_every: int = 4, per_process: bool = False):
+    POLL_S = 0.01   # how often the wait between readings looks at ``check.ready()``
+
+    def __init__(self, pids, interval_s: float = 0.1, independent_every: int = 4, per_process: bool = False,
+                 check=None):
         if interval_s <= 0:
             raise ConfigError(f"memory sampling interval must be > 0, got {interval_s}")
         self.pids, self.interval, self.every = list(pids), interval_s, max(1, independent_every)
-        self.per_process = per_process
+        self.per_process, self.check, self.checked = per_process, check, False
         self.samples: list[dict] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="pss-sampler", daemon=True)
 
+    def _due(self) -> bool:
+        return self.check is not None and not self.checked and self.check.ready()
+
+    def _checked_reading(self) -> dict:
+        try:
+            row = reading(self.pids, independent=True, per_process=self.per_process)
+            row["check"] = True
+            return row
+        finally:
+            self.checked = True
+            self.check.release()
+
     def _loop(self):
         k = 0
         while not self._stop.is_set():
-            row = reading(self.pids, independent=(k % self.every == 0), per_process=self.per_process)
+            if self._due():
+                row = self._checked_reading()
+            else:
+                row = reading(self.pids, independent=self.check is None and k % self.every == 0,
+                              per_process=self.per_process)
+                k += 1
             if row["n_procs"]:
                 self.samples.append(row)
-            k += 1
+            self._wait()
+
+    def _wait(self) -> None:
+        """One interval, or less: until the measured steps begin, or the ranks hold for the check."""
+        if self.check is None or self.checked:
             self._stop.wait(self.interval)
+            return
+        started = self.check.started()
+        end = time.monotonic() + self.interval
+        while not self._stop.is_set() and (left := end - time.monotonic()) > 0:
+            if self._due() or (not started and self.check.started()):
+                return
+            self._stop.wait(min(left, self.POLL_S))
 
     def __enter__(self):
         self._thread.start()
@@ -138,6 +175,8 @@ class Sampler:
     def __exit__(self, *exc):
         self._stop.set()
         self._thread.join()
+        if self.check is not None and not self.checked:
+            self.check.release()   # never leave a rank waiting
 
 
 # ----------------------------------------------------------------------------- memory cap

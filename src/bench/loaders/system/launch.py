@@ -24,6 +24,7 @@ import multiprocessing as mp
 import os
 import signal
 import socket
+import tempfile
 import time
 from multiprocessing.connection import wait
 
@@ -176,9 +177,10 @@ def _cause_first(failure: tuple[int, object]) -> tuple[int, int]:
 
 
 def run_processes(bodies, *, what: str, timeout_s: float = 300.0, cap_bytes: int | None = None,
-                  sample_interval_s: float = 0.1, per_process: bool = False) -> Outcome:
+                  sample_interval_s: float = 0.1, per_process: bool = False, check=None) -> Outcome:
     """Start one process per ``bodies[i]`` (a picklable no-argument callable returning a picklable result)
-    and sample the memory of their tree until all have answered; see the module docstring for failures."""
+    and sample the memory of their tree until all have answered (``check``: the hook of the smaps check, see
+    :class:`footprint.Sampler`); see the module docstring for failures."""
     ctx = context()
     cap = footprint.MemoryCap(cap_bytes) if cap_bytes else None
     t0 = time.monotonic()
@@ -192,7 +194,8 @@ def run_processes(bodies, *, what: str, timeout_s: float = 300.0, cap_bytes: int
         for _, w in pipes:
             w.close()
         try:
-            with footprint.Sampler([p.pid for p in procs], sample_interval_s, per_process=per_process) as sampler:
+            with footprint.Sampler([p.pid for p in procs], sample_interval_s, per_process=per_process,
+                                   check=check) as sampler:
                 results, failures = _collect(procs, [r for r, _ in pipes], t0 + timeout_s)
         except TimeoutError:
             kill_tree(procs)
@@ -217,18 +220,54 @@ def run_processes(bodies, *, what: str, timeout_s: float = 300.0, cap_bytes: int
 
 
 def launch(spec: train.RunSpec, *, timeout_s: float = 300.0, cap_bytes: int | None = None,
-           sample_interval_s: float = 0.1, per_process: bool = False) -> Outcome:
-    """Run ``spec`` (DP: one process; DDP: ``replicas`` ranks) and sample the memory of its tree."""
+           sample_interval_s: float = 0.1, per_process: bool = False, check_memory: bool = True) -> Outcome:
+    """Run ``spec`` (DP: one process; DDP: ``replicas`` ranks) and sample the memory of its tree, reading
+    it as the ranks begin their measured steps (:func:`train.mark_measured`); ``check_memory``: after their
+    last measured step every rank holds its memory until the sampler has read it with the smaps check
+    (:func:`train.hold_for_check`)."""
     spec.check()
     if spec.parallel == "ddp" and not spec.port:
         spec = dataclasses.replace(spec, port=free_port())
-    if spec.parallel == "dp":
-        bodies = [functools.partial(train.run_dp, spec)]
-    else:
-        bodies = [functools.partial(train.run_rank, r, spec) for r in range(spec.replicas)]
-    return run_processes(bodies, what=f"{spec.parallel} run of loader {spec.loader!r} with {spec.replicas} "
-                         "replica(s)", timeout_s=timeout_s, cap_bytes=cap_bytes,
-                         sample_interval_s=sample_interval_s, per_process=per_process)
+    ranks = 1 if spec.parallel == "dp" else spec.replicas
+    with tempfile.TemporaryDirectory(prefix="bench-check-") as phase_dir:
+        spec = dataclasses.replace(spec, phase_dir=phase_dir, hold=check_memory)
+        if spec.parallel == "dp":
+            bodies = [functools.partial(train.run_dp, spec)]
+        else:
+            bodies = [functools.partial(train.run_rank, r, spec) for r in range(spec.replicas)]
+        return run_processes(bodies, what=f"{spec.parallel} run of loader {spec.loader!r} with {spec.replicas} "
+                             "replica(s)", timeout_s=timeout_s, cap_bytes=cap_bytes,
+                             sample_interval_s=sample_interval_s, per_process=per_process,
+                             check=_Held(phase_dir, ranks, check_memory))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Held:
+    """The sampler's side of :func:`train.mark_measured` and :func:`train.hold_for_check`: every rank has
+    begun its measured steps (``measured.<rank>`` in the folder), every rank holds (``held.<rank>``), and the
+    file ``checked`` lets them go on."""
+
+    folder: str
+    ranks: int
+    hold: bool = True   # False: no rank holds, so the check is never due (the measured start still is)
+
+    def _all(self, prefix: str) -> bool:
+        try:
+            return sum(n.startswith(prefix) for n in os.listdir(self.folder)) >= self.ranks
+        except FileNotFoundError:
+            return False
+
+    def started(self) -> bool:
+        return self._all("measured.")
+
+    def ready(self) -> bool:
+        return self.hold and self._all("held.")
+
+    def release(self) -> None:
+        try:
+            open(os.path.join(self.folder, "checked"), "w").close()
+        except FileNotFoundError:
+            pass
 
 
 def launch_fn(fn, *, timeout_s: float = 300.0, sample_interval_s: float = 0.1) -> Outcome:

@@ -72,6 +72,9 @@ class RunSpec:
     dist_timeout_s: float = 60.0
     kill_rank_at_step: int = -1    # fault injection (tests): rank ``kill_rank`` SIGKILLs itself at this step
     kill_rank: int = 0
+    phase_dir: str | None = None   # the launcher's folder for the memory sampler: see :func:`mark_measured`
+    hold: bool = False             # hold the measured memory for the smaps check: see :func:`hold_for_check`
+    hold_s: float = 30.0           # the longest a rank waits there for the check
 
     def check(self) -> "RunSpec":
         check_loader(self.loader)
@@ -189,6 +192,7 @@ def _steps(spec: RunSpec, loader, train_step, rank: int = 0) -> tuple[list[dict]
             os.kill(os.getpid(), 9)
         if s == spec.warmup_steps:
             t_measured = time.monotonic()
+            mark_measured(spec, rank)   # before the step's timer starts
         t0 = time.perf_counter()
         batch = next(it)
         t1 = time.perf_counter()
@@ -201,8 +205,31 @@ def _steps(spec: RunSpec, loader, train_step, rank: int = 0) -> tuple[list[dict]
         rows.append({"step": s, "phase": "warmup" if s < spec.warmup_steps else "measured",
                      "wait_s": t1 - t0, "copy_s": t2 - t1, "compute_s": t3 - t2, "step_s": t3 - t0,
                      "t_end": time.monotonic()})
+    hold_for_check(spec, rank)   # the iterator (its workers), model and corpus still held: the measured state
     del it
     return rows, t_measured
+
+
+def mark_measured(spec: RunSpec, rank: int) -> None:
+    """Tell the launcher's memory sampler that this rank begins its measured steps (``measured.<rank>`` in
+    ``spec.phase_dir``; nothing without one): it reads the tree's memory at once, so a short measured phase
+    has a reading too."""
+    if spec.phase_dir:
+        open(os.path.join(spec.phase_dir, f"measured.{rank}"), "w").close()
+
+
+def hold_for_check(spec: RunSpec, rank: int) -> None:
+    """After its last measured step, before it frees anything (the DataLoader's iterator and workers, the
+    model, the corpus), a rank marks ``held.<rank>`` in ``spec.phase_dir`` and waits until the launcher's
+    sampler has read the tree's memory with the smaps check (the file ``checked``), at most ``spec.hold_s``:
+    the check reads the memory of the measured phase, and no timed step waits for it (nothing without a
+    ``phase_dir`` or ``hold``)."""
+    if not (spec.phase_dir and spec.hold):
+        return
+    open(os.path.join(spec.phase_dir, f"held.{rank}"), "w").close()
+    done, end = os.path.join(spec.phase_dir, "checked"), time.monotonic() + spec.hold_s
+    while not os.path.exists(done) and time.monotonic() < end:
+        time.sleep(0.01)
 
 
 def worker_start_method(spec: RunSpec) -> str | None:
@@ -218,7 +245,8 @@ def _result(spec, rank, world, rows, t_start, t_loaded, t_measured, load, thread
     import psutil
 
     return {"rank": rank, "world": world, "pid": os.getpid(), "rows": rows, **load,
-            "t_start": t_start, "t_loaded": t_loaded, "t_measured": t_measured, "t_end": time.monotonic(),
+            "t_start": t_start, "t_loaded": t_loaded, "t_measured": t_measured,
+            "t_measured_end": rows[-1]["t_end"] if rows else float("nan"), "t_end": time.monotonic(),
             "torch_threads": threads, "rss_end": psutil.Process().memory_info().rss,
             "pin_memory_applied": bool(spec.pin_memory and spec.device == "cuda"),
             "worker_start_method_used": worker_start_method(spec), "device": spec.device,

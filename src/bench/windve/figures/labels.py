@@ -18,6 +18,15 @@ def pair_words(pair: str, sep: str = " + ") -> str:
     return sep.join(names) if names else str(pair).replace("-", " + ")
 
 
+def pair_label(pair: str, src: str, acc_name: str = "", sep: str = "\n") -> str:
+    """What ran for a paper pair, as a tick or legend label: the emulated accelerator standing for the
+    pair's ("emulated ~Tesla V100 + this CPU"), or the measured GPU by name; never the paper's device name
+    alone for something that did not run on it."""
+    acc = PV.PAIR_NAMES.get(pair, (pair, ""))[0]
+    who = f"emulated ~{acc}" if src == "emulated" else f"{acc_name or 'GPU'} (for {acc})"
+    return f"{who}{sep}+ this CPU"
+
+
 def acc_label(pair: str, prof: pd.DataFrame) -> str:
     """Legend label of an accelerator series: the measured GPU by name, or the emulated pair's accelerator."""
     if analysis.source(prof) == "measured":

@@ -54,9 +54,11 @@ def run_pairs(p: Params, acc: str, serving: bool = False) -> list[str]:
 def accelerator_words(acc: str, info: dict) -> str:
     """The method's sentence on the accelerator a step ran."""
     if acc == "emulated":
+        from ..system.emulation import PAPER_INPUTS
+
+        taken = "; ".join(f"{i.name} {i.value:g}{(' ' + i.unit) if i.unit else ''}" for i in PAPER_INPUTS)
         return ("The accelerator is EMULATED (no GPU here, or asked for): its law is this run's CPU fit times the "
-                "pair's paper ratios (alpha 0.21 / 0.12; beta 0.27/0.32, 0.24/0.85); it answers with the real "
-                "model's embeddings.")
+                f"pair's paper ratios ({taken}; Section V-B, Figure 4); it answers with the real model's embeddings.")
     return (f"The accelerator is the {acc.upper()} device {info['device_names'].get(acc, acc)}, MEASURED (the "
             f"paper's setting: GPU instance + CPU offload), compared with the paper's {MEASURED_PAIR[acc]} pair.")
 
@@ -126,14 +128,30 @@ class Clock:
 
 
 def profile_depths(df: pd.DataFrame) -> tuple[dict, dict]:
-    """(CPU base fit {alpha, beta}, regression depths {(device, pair, slo): depth}) from profile records."""
-    fit = df[(df.kind == "fit") & (df.experiment == "base") & (df.device == "cpu")].iloc[0]
+    """(CPU base fit {alpha, beta}, regression depths {(device, pair, slo): depth}) from profile records: the
+    median over the profile's fresh service processes."""
+    fits = df[(df.kind == "fit") & (df.experiment == "base") & (df.device == "cpu")]
+    if fits.empty:
+        raise BenchError("the profile records hold no CPU fit of the base experiment")
     d = df[(df.kind == "depth") & (df.experiment == "base") & (df.method == "regression")]
-    depths = {(r.device, r.pair, float(r.slo_s)): int(r.depth) for r in d.itertuples()}
-    return {"alpha": float(fit.alpha), "beta": float(fit.beta)}, depths
+    depths = {(dev, pair, float(slo)): int(g.depth.median()) for (dev, pair, slo), g in
+              d.groupby(["device", "pair", "slo_s"])}
+    return {"alpha": float(fits.alpha.median()), "beta": float(fits.beta.median())}, depths
 
 
-async def overhead(svc, sess, p: Params, pool, encoder, step: str) -> list[dict]:
+def share(total: int, k: int, n: int) -> int:
+    """Service process ``k``'s part of ``total`` repeats over ``n`` processes: as even as it goes, the first
+    ones taking one more, and at least one each (so a process always measures what its rows need)."""
+    base, extra = divmod(max(total, 1), max(n, 1))
+    return max(1, base + (1 if k < extra else 0))
+
+
+def first_index(total: int, k: int, n: int) -> int:
+    """The number of the first repeat service process ``k`` runs (repeats numbered across processes)."""
+    return sum(share(total, i, n) for i in range(k))
+
+
+async def overhead(svc, sess, p: Params, pool, encoder, step: str, repeats: int | None = None) -> list[dict]:
     """The CPU-only service against the bare model on the same cores and threads, repeats interleaved
     (bare, service, bare, ...) so machine noise hits both alike; the first pair is warm-up. Each step
     measures it in its own fresh service process (``step``), so the share's interval can resample the
@@ -144,11 +162,12 @@ async def overhead(svc, sess, p: Params, pool, encoder, step: str) -> list[dict]
     import torch
 
     batch = p.overhead_batch
+    repeats = p.overhead_repeats if repeats is None else repeats
     info = svc.admin(active=["cpu"], depths={"cpu": batch})
     texts = pool[:batch]
     before = os.sched_getaffinity(0)
     rows = []
-    for i in range(p.overhead_repeats + 1):
+    for i in range(repeats + 1):
         phase = "warmup" if i == 0 else "measured"
         os.sched_setaffinity(0, set(info["cpu_cores"]))
         torch.set_num_threads(info["cpu_threads"])

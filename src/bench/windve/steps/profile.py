@@ -2,6 +2,11 @@
 and the stress test's queue depths with their profiling-run counts (Table III), and the regression's
 depths against query length (Figure 5) and against the CPU instance's cores (Figure 6).
 
+The step starts ``service_processes`` fresh service processes one after another (each loads the model and
+warms up anew), and each profiles every device and climbs its own stress tests, so the fits, depths and
+coefficient ratios have one value per fresh process (rows carry ``process``) and an interval between runs.
+Figures 5 and 6 are drawn only (no ledger row rests on them): the first process profiles them.
+
 The CPU instance is measured. The accelerator is the CUDA GPU where there is one (measured, standing for
 the paper's V100 + Xeon pair, ``source=measured``); else, or when the profile asks for it
 (``accelerator: emulated``), the emulated one, whose law (equation 12) is set from the CPU fit measured
@@ -22,7 +27,8 @@ from .. import load
 from ..params import Levels, Params
 from ..system import emulation, estimator
 from ..system.textgen import load_fast_tokenizer
-from .inputs import Clock, Pools, accelerator_words, decision_rows, overhead, run_pairs, service, source_of
+from .inputs import (Clock, Pools, accelerator_words, decision_rows, first_index, overhead, run_pairs, service, share,
+                     source_of)
 
 BIG = 100_000   # queue depth while profiling one device: the closed loop, not the queue, bounds C
 
@@ -31,8 +37,9 @@ class Profiler:
     """Closed-loop measurements of one device configuration; the rows they produce collect in
     :attr:`rows` (the step's records)."""
 
-    def __init__(self, svc, sess, params: Params):
+    def __init__(self, svc, sess, params: Params, searches: range = range(1)):
         self.svc, self.sess, self.p = svc, sess, params
+        self.searches = searches   # the stress searches this service process runs (numbered across processes)
         self.rows: list[dict] = []
 
     async def level(self, pool, c: int, tags: dict, warm: bool) -> float:
@@ -78,13 +85,14 @@ class Profiler:
             self.rows.append(row)
 
     async def stress(self, pool, tags: dict) -> None:
-        """Table III's stress test, ``stress_repeats`` times: the paper's climb first, then each repeat
-        measures the bracket afresh from the first search's depth (:func:`estimator.stress_again`). One
-        ``stress_search`` row per search; the ``depth`` row keeps the first search's depth and runs (the
-        paper's procedure) with ``depth_low`` / ``depth_high`` over every search, bracketed only if every
-        search was."""
+        """Table III's stress test, this process's share of ``stress_repeats``: the paper's climb first, then
+        each further search measures the bracket afresh from the climb's depth (:func:`estimator.stress_again`).
+        One ``stress_search`` row per search; the ``depth`` row keeps the climb's depth and runs (the paper's
+        procedure) with ``depth_low`` / ``depth_high`` over this process's searches, bracketed only if every
+        one was."""
         found: dict[float, list[estimator.Search]] = {slo: [] for slo in self.p.slos_s}
-        for rep in range(max(1, self.p.stress_repeats)):
+        first = self.searches[0]
+        for rep in self.searches:
             seen: dict[int, float] = {}   # each search measures its own levels (shared by its SLOs)
 
             async def measure(c: int, rep=rep, seen=seen) -> float:
@@ -93,7 +101,7 @@ class Profiler:
                 return seen[c]
 
             for slo in sorted(self.p.slos_s):
-                if rep == 0:
+                if rep == first:
                     s = await estimator.stress_test(measure, slo, step=self.p.stress_step, max_level=self.p.stress_max)
                 else:
                     s = await estimator.stress_again(measure, slo, found[slo][0].depth, step=self.p.stress_step,
@@ -152,15 +160,16 @@ class Tags:
                 "query_tokens": tokens, "cpu_threads": threads, "source": source_of(device)}
 
 
-async def _run(svc, p: Params, pools: Pools, encoder) -> tuple[dict, list[dict]]:
-    """The laws the emulated accelerator ran with, per pair, and the step's rows."""
+async def _run(svc, p: Params, pools: Pools, encoder, k: int = 0) -> tuple[dict, list[dict]]:
+    """Service process ``k``: the laws the emulated accelerator ran with, per pair, and its rows."""
     info = svc.admin()
     threads, acc, tags = info["cpu_threads"], svc.accelerator, Tags(info["device_names"])
-    base = p.query_tokens
+    base, n = p.query_tokens, p.service_processes
     laws = {}
     async with load.session() as sess:
-        prof = Profiler(svc, sess, p)
-        prof.rows += await overhead(svc, sess, p, pools(base), encoder, "profile")   # a second service process
+        first = first_index(p.stress_repeats, k, n)
+        prof = Profiler(svc, sess, p, range(first, first + share(p.stress_repeats, k, n)))
+        prof.rows += await overhead(svc, sess, p, pools(base), encoder, "profile", share(p.overhead_repeats, k, n))
         cpu = await _device(prof, pools(base), "cpu", tags("base", "cpu", None, base, threads), stress=True)
         for pair in run_pairs(p, acc):
             if acc == "emulated":
@@ -168,8 +177,9 @@ async def _run(svc, p: Params, pools: Pools, encoder) -> tuple[dict, list[dict]]
                 laws[pair] = {"alpha": law.alpha, "beta": law.beta}
                 svc.admin(emulated_law=laws[pair])
             await _device(prof, pools(base), acc, tags("base", acc, pair, base, threads), stress=True)
-        await _lengths(prof, pools, p, threads, acc, tags)
-        await _cores(prof, pools, p, threads, tags)
+        if k == 0:   # Figures 5 and 6: drawn only, from the first service process
+            await _lengths(prof, pools, p, threads, acc, tags)
+            await _cores(prof, pools, p, threads, tags)
     return laws, prof.rows + decision_rows(svc, "profile")
 
 
@@ -199,7 +209,8 @@ def _encoder(model_path):
 
 
 @step("profile", writes="profile",
-      keys=("accelerator", "model", "query_tokens", "slos_s", "pairs", "serving_pairs", "rounds", "profile_levels",
+      keys=("accelerator", "model", "query_tokens", "slos_s", "pairs", "serving_pairs", "service_processes", "rounds",
+            "profile_levels",
             "scaling_levels", "stress_step", "stress_max", "stress_repeats", "lengths", "cpu_cores",
             "cpu_instance_threads", "text_pool", "batch_delay_ms", "start_timeout_s", "overhead_batch",
             "overhead_repeats"))
@@ -207,10 +218,15 @@ def profile(ctx: Context) -> Result:
     p: Params = ctx.params
     clock = Clock()
     pools = Pools(load_fast_tokenizer(p.model), p.text_pool, ctx.seed)
-    with service(p, p.pairs[0], meanwhile=lambda: _encoder(p.model)) as svc:
-        started, acc = svc.started_s, svc.accelerator
-        laws, rows = asyncio.run(_run(svc, p, pools, svc.prepared))
-        info = svc.admin()
+    rows, laws, started, encoder = [], {}, [], None
+    for k in range(p.service_processes):   # fresh service processes, one after another
+        with service(p, p.pairs[0], meanwhile=(lambda: _encoder(p.model)) if encoder is None else None) as svc:
+            encoder = encoder or svc.prepared
+            got_laws, got = asyncio.run(_run(svc, p, pools, encoder, k))
+            rows += [{**r, "process": k} for r in got]
+            laws[k] = got_laws
+            started.append(svc.started_s)
+            acc, info = svc.accelerator, svc.admin()
     df = pd.DataFrame(rows)
     method = ("Closed loop (Section V-A3) against `bench windve serve` on 127.0.0.1 (every instance warmed before "
               "/health said ready): C queries of exact token "
@@ -218,12 +234,16 @@ def profile(ctx: Context) -> Result:
               "is the median over rounds of each round's slowest query. Per device (the other queue off): "
               "latency at the profile levels, fit t = alpha*C + beta (alpha, beta >= 0, NNLS), predicted depth "
               "per SLO; stress test in steps of 8 until the SLO fails. " + accelerator_words(acc, info) +
+              f" Everything in {p.service_processes} fresh service processes, one after another (rows carry `process`);"
+              " Figures 5/6 (drawn only) in the first." +
               " Figures 5/6: regression depths per query length and per CPU-instance thread count. Table III: the "
-              f"stress test {p.stress_repeats} time(s) per cell, the first the paper's climb, each other re-measuring "
-              "the bracket afresh from the first search's depth (down while it fails, up while the next passes); the "
-              "regression depth also from each round alone. Before the profile, the service's overhead against the "
+              f"stress test {p.stress_repeats} time(s) per cell over the processes, each process's first the paper's "
+              "climb, a further one in the same process re-measuring the bracket afresh from its depth (down while it "
+              "fails, up while the next passes); the regression depth also from each round alone. Before the profile, "
+              "the service's overhead against the "
               "bare model (as the serving step, in this step's own service process); every request's Algorithm 1 "
               "decision time recorded by the service (`dispatch` rows).")
     prov = {"accelerator": acc, "service_info": info, "service_start_s": started, "step_wall_s": clock(),
-            **({"emulated_laws": laws} if acc == "emulated" else {})}
+            "service_processes": p.service_processes,
+            **({"emulated_laws": {str(k): v for k, v in laws.items()}} if acc == "emulated" else {})}
     return Result(records=df, method=method, provenance=prov)

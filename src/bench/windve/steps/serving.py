@@ -1,4 +1,5 @@
-"""Step ``serving``: the service at work, in one service process (one model load for the whole step):
+"""Step ``serving``: the service at work, in ``service_processes`` fresh service processes one after another
+(each loads the model and warms up anew; rows carry ``process``), each running:
 
 1. the service against the bare model on the same cores (target: HTTP + queueing cost <= 10%);
 2. Tables I/II (Section V-B): fine-tuned max concurrency per pair and SLO, accelerator only and with CPU
@@ -6,7 +7,8 @@
 3. CPU utilisation at those depths without and with offload (the paper: 8% -> 80%);
 4. the overload case: 3x the max concurrency at once (every answer an embedding or a 429), which also
    times the queue manager's decisions;
-5. beyond the paper: open-loop Poisson and bursty load (goodput, p50/p99, shares) without and with offload
+5. beyond the paper, drawn only, in the first service process: open-loop Poisson and bursty load (goodput,
+   p50/p99, shares) without and with offload
    (Poisson runs by MLPerf LoadGen's Server scenario unless ``windve.openloop.generator: ours``; bursty runs by
    our generator; the ``generator`` column says which ran),
    one ``openloop`` row per run and one ``openloop_request`` row per request (intended send time, sent,
@@ -35,13 +37,17 @@ from bench.core.declaring.study import step
 from bench.serving import loadgen
 
 from .. import load
-from ..params import Params
+from ..params import Params, check
 from ..system import emulation, estimator
 from ..system.textgen import load_fast_tokenizer
-from .inputs import Clock, Pools, accelerator_words, decision_rows, overhead, profile_depths, run_pairs, service, source_of
+from .inputs import (Clock, Pools, accelerator_words, decision_rows, first_index, overhead, profile_depths, run_pairs,
+                     service, share, source_of)
 
 METHOD = (
-    "Against `bench windve serve` on 127.0.0.1 over HTTP (/embed), every instance warmed before /health said ready. "
+    "Against `bench windve serve` on 127.0.0.1 over HTTP (/embed), every instance warmed before /health said ready, "
+    "in {processes} fresh service processes one after another (rows carry `process`; each runs its share of the "
+    "overhead pairs and fine-tuning searches, and its own utilisation rounds and overload; the open loop, drawn "
+    "only, in the first). "
     "{acc_words} Overhead: bare model (same cores and "
     "threads, in the load generator's process while the service idles) against the CPU-only service at the same "
     "batch, repeats interleaved, one paired ratio per repeat (the profile step measures it too, in its own service "
@@ -110,11 +116,12 @@ async def _max_concurrency(svc, sess, p: Params, pool, start: dict, tags: dict, 
     return s.depths, tuner.rows + [row]
 
 
-async def tables(svc, sess, p: Params, pool, fit: dict, depths: dict) -> tuple[dict, list[dict]]:
-    """Per pair and SLO: fine-tuned accelerator-only depth, then both devices with offload. Returns the
+async def tables(svc, sess, p: Params, pool, fit: dict, depths: dict, reps: range = range(1)) -> tuple[dict, list[dict]]:
+    """Per pair and SLO: fine-tuned accelerator-only depth, then both devices with offload, once per search of
+    ``reps`` (this service process's searches, numbered across processes). Returns the first search's
     fine-tuned depths {(pair, slo, config): {device: depth}} and the rows."""
-    final, rows, acc = {}, [], svc.accelerator
-    for rep in range(p.search_repeats):   # independent searches from the same start: the boundary's spread
+    final, rows = {}, []
+    for rep in reps:   # independent searches from the same start: the boundary's spread
         f, r = await _tables_once(svc, sess, p, pool, fit, depths, rep)
         rows += r
         final = final or f   # the first search's depths drive the utilisation and open-loop rounds
@@ -186,8 +193,11 @@ async def overload(svc, sess, p: Params, pool, refs: dict, final: dict) -> list[
             cos = float(np.dot(x["vector"], refs[t]) / np.linalg.norm(x["vector"])) if x["vector"] else np.nan
             rows.append({"kind": "overload", "pair": pair, "slo_s": slo, "round": r, "request": i, "sent": n,
                          "max_concurrency": sum(depths.values()), "status": x["status"], "device": x["device"],
-                         "latency_s": x["latency_s"], "cosine": cos, "dispatch_us": x["dispatch_us"],
+                         "latency_s": x["latency_s"], "service_s": x.get("service_s", np.nan),
+                         "queue_s": x.get("queue_s", np.nan), "compute_s": x.get("compute_s", np.nan),
+                         "cosine": cos, "dispatch_us": x["dispatch_us"],
                          "retry_after": x["retry_after"] or "", "predicted_s": x["predicted_s"],
+                         "predicted_batch_s": x.get("predicted_batch_s", np.nan),
                          "refused_by": x["refused_by"], "admission": "depth+deadline", "accelerator": svc.accelerator,
                          "source": source_of(x["device"]) if x["device"] else source_of(svc.accelerator)})
     health = svc.admin(slo_s=None)   # the service still answers
@@ -246,41 +256,54 @@ def references(model_path, texts):
     return enc, dict(zip(texts, normalize(enc.embed(texts))))
 
 
-async def _run(svc, p: Params, pool, fit, depths, encoder, refs, seed) -> tuple[dict, list[dict]]:
+async def _run(svc, p: Params, pool, fit, depths, encoder, refs, seed, k: int = 0) -> tuple[dict, list[dict]]:
+    """Service process ``k``: its share of the overhead pairs and of the fine-tuning searches, the utilisation
+    rounds and the overload at its own fine-tuned depths; the open loop (drawn only) in the first."""
+    n = p.service_processes
     async with load.session() as sess:
         acc = svc.accelerator
         svc.admin(active=[acc], depths={acc: len(pool)})
         async with sess.post(svc.url + "/embed", json={"inputs": pool[:32]}) as r:   # emulated cache / warm, before the run
             await r.read()
-        rows = await overhead(svc, sess, p, pool, encoder, "serving")
-        final, got = await tables(svc, sess, p, pool, fit, depths)
+        rows = await overhead(svc, sess, p, pool, encoder, "serving", share(p.overhead_repeats, k, n))
+        first = first_index(p.search_repeats, k, n)
+        final, got = await tables(svc, sess, p, pool, fit, depths, range(first, first + share(p.search_repeats, k, n)))
         rows += got
         rows += await utilisation(svc, sess, p, pool, final)
         rows += await overload(svc, sess, p, pool, refs, final)
-        rows += await openloop(svc, sess, p, pool, final, seed)
+        if k == 0:
+            rows += await openloop(svc, sess, p, pool, final, seed)
         rows += decision_rows(svc, "serving")
-        return {"final_depths": {"/".join(map(str, k)): v for k, v in final.items()}}, rows
+        return {"final_depths": {"/".join(map(str, key)): v for key, v in final.items()}}, rows
 
 
 @step("serving", needs=("profile",), writes="serving",
-      keys=("accelerator", "model", "query_tokens", "slos_s", "pairs", "serving_pairs", "rounds", "cpu_cores",
+      keys=("accelerator", "model", "query_tokens", "slos_s", "pairs", "serving_pairs", "service_processes", "rounds",
+            "cpu_cores",
             "cpu_instance_threads", "text_pool", "batch_delay_ms", "start_timeout_s", "fine_tune_step",
             "fine_tune_max_runs", "search_repeats", "overload_factor", "overhead_batch", "overhead_repeats",
             "openloop"))
 def serving(ctx: Context) -> Result:
     p: Params = ctx.params
+    check(p)   # cross-key checks before any service starts
     clock = Clock()
     fit, depths = profile_depths(records.read(ctx.input("profile")))
     pool = Pools(load_fast_tokenizer(p.model), p.text_pool, ctx.seed)(p.query_tokens)
-    with service(p, p.pairs[0], meanwhile=lambda: references(p.model, pool)) as svc:
-        encoder, refs = svc.prepared
-        extra, rows = asyncio.run(_run(svc, p, pool, fit, depths, encoder, refs, ctx.seed))
-        info, started, acc = svc.admin(), svc.started_s, svc.accelerator
-    prov = {**extra, "accelerator": acc, "service_info": info, "cpu_fit": fit, "service_start_s": started,
-            "step_wall_s": clock()}
+    rows, finals, started, prepared = [], {}, [], None
+    for k in range(p.service_processes):   # fresh service processes, one after another
+        with service(p, p.pairs[0], meanwhile=(lambda: references(p.model, pool)) if prepared is None else None) as svc:
+            prepared = prepared or svc.prepared
+            encoder, refs = prepared
+            extra, got = asyncio.run(_run(svc, p, pool, fit, depths, encoder, refs, ctx.seed, k))
+            rows += [{**r, "process": k} for r in got]
+            finals[str(k)] = extra["final_depths"]
+            info, acc = svc.admin(), svc.accelerator
+            started.append(svc.started_s)
+    prov = {"final_depths": finals, "accelerator": acc, "service_info": info, "cpu_fit": fit,
+            "service_start_s": started, "service_processes": p.service_processes, "step_wall_s": clock()}
     if acc == "emulated":
         prov["emulated_laws"] = {pr: vars(emulation.emulated_law(fit["alpha"], fit["beta"], pr)) for pr in p.pairs}
-    method = METHOD.format(fine_tune_step=p.fine_tune_step, fine_tune_max_runs=p.fine_tune_max_runs, rounds=p.rounds,
+    method = METHOD.format(processes=p.service_processes, fine_tune_step=p.fine_tune_step, fine_tune_max_runs=p.fine_tune_max_runs, rounds=p.rounds,
                            overload_factor=p.overload_factor, acc_words=accelerator_words(acc, info),
                            generator=GENERATOR_WORDS[p.openloop.generator])
     return Result(records=pd.DataFrame(rows), method=method, provenance=prov)

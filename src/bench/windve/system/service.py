@@ -50,6 +50,8 @@ class RequestError(Exception):
 
 
 DECISIONS_KEPT = 1_000_000   # per-request decision times kept for /admin/decisions (8 MB at most)
+RECONFIGURABLE = ("depths", "offload", "active", "emulated_law", "cpu_threads", "reverse_cores", "batch_delay_ms",
+                  "slo_s")   # what ``reconfigure`` (``POST /admin/config``) changes
 
 
 class EmbeddingService:
@@ -217,7 +219,9 @@ class EmbeddingService:
     def info(self) -> dict:
         law = getattr(self.instances.get("emulated"), "law", None)
         cpu = self.instances.get("cpu")
-        return {"model": self.encoder.path, "max_input_length": self.encoder.max_tokens, "dim": self.encoder.dim,
+        return {"model": self.encoder.path, "model_id": self.encoder.model_id, "matryoshka": self.matryoshka,
+                "matryoshka_dimensions": self.encoder.matryoshka_dimensions,
+                "max_input_length": self.encoder.max_tokens, "dim": self.encoder.dim,
                 "devices": list(self.plan.devices), "active": self.active, "depths": self.depths,
                 "offload": self.manager.offload, "plan_reason": self.plan.reason,
                 "sources": {d: i.source for d, i in self.instances.items()},
@@ -256,8 +260,9 @@ class EmbeddingService:
             version = "unknown"
         cap = self.cfg.max_batch or max(self.depths[d] for d in self.active)
         model = self.encoder.model
-        return {"model_id": self.encoder.path, "model_sha": None,
+        return {"model_id": self.encoder.model_id, "model_sha": self.encoder.model_sha,
                 "model_dtype": str(next(model.parameters()).dtype).replace("torch.", ""),
+                "served_model_name": self.model_name,
                 "model_type": {"embedding": {"pooling": "mean"}},
                 "max_concurrent_requests": sum(self.depths[d] for d in self.active),
                 "max_input_length": self.encoder.max_tokens, "max_batch_tokens": cap * self.encoder.max_tokens,
@@ -279,6 +284,57 @@ class EmbeddingService:
                          "special": bool(sp), "start": None if sp else int(a), "stop": None if sp else int(b)}
                         for i, (a, b), sp in zip(ids, offs, special)])
         return out
+
+    def decode(self, ids: list, skip_special_tokens: bool = True) -> list[str]:
+        """TEI's ``/decode``: the text of each list of ids (one flat list: one text), with TEI's checks (an
+        empty list 400 ``empty``, a batch over the client limit 413). An id outside the vocabulary is 422
+        ``tokenizer``: TEI's tokenizer drops such an id silently, answering a shorter text than the ids say."""
+        batch = ids if ids and isinstance(ids[0], list) else [ids]
+        if len(batch) > self.cfg.max_client_batch_size:
+            raise RequestError(413, "validation", f"batch size {len(batch)} > maximum allowed batch size "
+                                                  f"{self.cfg.max_client_batch_size}")
+        tok = self.encoder.tokenizer
+        vocab = len(tok)
+        for i, row in enumerate(batch):
+            where = f"ids[{i}]" if batch is ids else "ids"
+            if not row:
+                raise RequestError(400, "empty", f"`{where}` cannot be empty")
+            bad = next((x for x in row if not 0 <= x < vocab), None)
+            if bad is not None:
+                raise RequestError(422, "tokenizer", f"`{where}` holds id {bad}, outside the tokenizer's vocabulary "
+                                                     f"(ids 0 to {vocab - 1})")
+        return tok.batch_decode(batch, skip_special_tokens=skip_special_tokens)
+
+    @property
+    def model_name(self) -> str:
+        """The model's name on the OpenAI route (TEI's ``served_model_name``): its hub id unless given one."""
+        return self.cfg.served_model_name or self.encoder.model_id
+
+    @property
+    def matryoshka(self) -> bool:
+        """Trained for truncation (Matryoshka): declared by the model's config or the service's configuration."""
+        return self.cfg.matryoshka or self.encoder.matryoshka
+
+    def dimensions(self, n: int | None) -> int | None:
+        """The width to cut a request's embeddings to for ``dimensions=n`` (None: the full width), or the
+        refusal (422 ``validation``): the model's own width is always accepted; a smaller one only for a
+        model trained for truncation (vLLM's refusal otherwise, naming the model and its width), and then
+        only one of its declared ``matryoshka_dimensions`` where it declares them."""
+        dim, name = self.encoder.dim, self.model_name
+        if n is None or n == dim:
+            return None
+        if n < 1 or n > dim:
+            raise RequestError(422, "validation", f"`dimensions` must be between 1 and the model's {dim}, got {n}")
+        if not self.matryoshka:
+            raise RequestError(422, "validation", (
+                f'Model "{name}" does not support matryoshka representation: its embeddings have {dim} dimensions '
+                f"and it was not trained for truncation, so changing output dimensions would lead to poor results; "
+                f"ask for {dim} or leave `dimensions` out"))
+        allowed = self.encoder.matryoshka_dimensions
+        if allowed and n not in allowed:
+            raise RequestError(422, "validation", f'Model "{name}" only supports {list(allowed)} matryoshka '
+                                                  f"dimensions, got {n}")
+        return n
 
     def device_names(self) -> dict[str, str]:
         """What each instance runs on: the CPU's model, the GPU's name, or the emulated pair."""
@@ -385,6 +441,8 @@ class EmbeddingService:
         if pred is not None:
             headers["x-predicted-time"] = f"{pred.latency * 1e3:.3f}"
             headers["x-predicted-margin"] = f"{pred.margin * 1e3:.3f}"
+        if ans.predicted_finish is not None:   # the batch it ran in, as its last member's admission predicted it
+            headers["x-predicted-batch-time"] = f"{(ans.predicted_finish - arrival) * 1e3:.3f}"
         return Embedded(ans.vectors, headers, dev, ans.predicted_finish)
 
     def answered(self, e: "Embedded") -> None:
@@ -406,11 +464,10 @@ class EmbeddingService:
         """Apply ``/admin/config`` while idle: depths, offload, active devices, emulated law, CPU cores."""
         if any(self.manager.length.values()):
             raise RequestError(409, "busy", "reconfigure only while no request is in flight")
-        allowed = {"depths", "offload", "active", "emulated_law", "cpu_threads", "reverse_cores", "batch_delay_ms",
-                   "slo_s"}
-        unknown = set(body) - allowed
+        unknown = set(body) - set(RECONFIGURABLE)
         if unknown:
-            raise RequestError(422, "validation", f"unknown key(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
+            raise RequestError(422, "validation",
+                               f"unknown key(s) {sorted(unknown)}; allowed: {sorted(RECONFIGURABLE)}")
         try:
             self._apply(body)
         except ConfigError as exc:

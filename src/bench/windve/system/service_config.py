@@ -32,6 +32,8 @@ class ServiceConfig:
     max_batch: int | None = None          # None: a batch takes all its queue holds
     max_client_batch_size: int = 32       # TEI's --max-client-batch-size
     slo_s: float | None = None            # deadline admission (:mod:`.admission`); with offload on, eq. 11 at start
+    served_model_name: str | None = None  # TEI's --served-model-name (the OpenAI route's `model`); None: the hub id
+    matryoshka: bool = False              # the model was trained for truncation: honour `dimensions` below its width
 
     def check(self) -> "ServiceConfig":
         """Raise ConfigError naming the first bad value."""
