@@ -190,7 +190,7 @@ def test_two_fresh_processes_decide_nothing_three_do():
     two = _scan_rows(["a"], 2)["target-scan-gbps-per-core"]
     assert two.clusters == 2 and two.verdict == core_claims.INCONCLUSIVE and "fewer than the 3" in two.reason
     three = _scan_rows(["a"], 3)["target-scan-gbps-per-core"]
-    assert three.clusters == 3 and three.verdict == core_claims.REPRODUCED
+    assert three.clusters == intervals.MIN_PROCESSES == 3 and three.verdict == core_claims.REPRODUCED
 
 
 def test_the_search_step_runs_in_fresh_processes():
