@@ -98,7 +98,7 @@ def test_fig10_fig11_draw_interval_64_and_say_why_512_did_not_run(name, syntheti
     assert "int 64" in text and "int 512" in text             # the paper's intervals have their slots
     assert "synthetic reason for the test" in text.replace("\n", " ")   # the not-run slot says the record's why
     cap = (synthetic["dir"] / f"{name}.caption.rst").read_text()
-    assert "fpga-gpu: needs CUDA" in cap and "np.float" not in cap
+    assert "FPGA-GPU: needs CUDA" in cap and "np.float" not in cap
     if name == "fig10":
         assert "EncDec-L, interval 64" in text and text.count("distribution") >= 3
 

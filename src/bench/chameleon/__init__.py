@@ -10,7 +10,9 @@ accelerator (ChamVS), disaggregated memory nodes over TCP, and RALM serving (Cha
   against the authors' points), ``queue`` (Figures 7, 8), ``nodes`` (memory nodes), ``ralm``
   (Figures 10-12), ``energy`` (Table 5); shared step inputs in ``steps/inputs.py``;
 - ``analysis``: the aggregates figures and claims share; ``figures/``: the registered figures;
-  ``claims``: the ledger rows; ``paper_values``: the authors' archived values (``paper_data/``).
+  ``claims`` and ``targets``: the ledger rows (``wording``: the scale and premises they state);
+  ``paper_values``: the authors' archived values (``paper_data/``); ``power``: Table 5's power model;
+  ``synthetic``: synthetic records for the sensitivity test of what the paper fixed.
 
 This package imports neither torch nor faiss at import time, so memory-node processes start fast.
 """
@@ -20,5 +22,5 @@ from .params import Params
 STUDY = Study(name="chameleon", cli="chameleon",
               help="Chameleon: IVF-PQ on CPU/GPU/modelled FPGA, memory nodes, RALM serving",
               params=Params, steps=Steps(f"{__name__}.steps"), figures=f"{__name__}.figures",
-              claims=f"{__name__}.claims",
+              claims=f"{__name__}.claims", synthetic=f"{__name__}.synthetic",
               title="Chameleon: IVF-PQ on CPU, GPU and FPGA", short="Chameleon", order=2)

@@ -4,8 +4,12 @@ lengths, the performance model's uncalibrated points, the energy rows that ran, 
 accelerator ratio of Figure 12 (ours, and the same arithmetic on the authors' archived throughputs)."""
 from __future__ import annotations
 
+import dataclasses
+
+import numpy as np
 import pandas as pd
 
+from ..core.judging import intervals
 from . import paper_values
 
 MODEL_TOLERANCE = 0.2   # the performance model's target: within 20% of the authors' points
@@ -25,6 +29,97 @@ def search_latency(search: pd.DataFrame) -> pd.DataFrame:
 def search_throughput(search: pd.DataFrame) -> pd.DataFrame:
     """The throughput runs (all queries in one batch): measured phase."""
     return search[(search.kind == "throughput") & (search.phase == "measured")]
+
+
+def clusters(rows: pd.DataFrame) -> np.ndarray:
+    """The fresh process each row came from, per configuration (``intervals.process_of`` joins the step
+    skeleton's ``process_uid``, the step's ``process`` number and the dataset; the configuration column is
+    joined too, so no cluster repeats across datasets or configurations)."""
+    return intervals.process_of(rows, by=[c for c in ("config", "impl", "device") if c in rows])
+
+
+def still_preempted(rows: pd.DataFrame) -> bool:
+    """Whether a timed batch of these rows was still preempted after its reruns (``preempted``)."""
+    return bool(rows["preempted"].fillna(False).astype(bool).any()) if "preempted" in rows else False
+
+
+@dataclasses.dataclass(frozen=True)
+class _Side:
+    """One configuration's batches of one cell, as arrays."""
+
+    ms: np.ndarray
+    cl: np.ndarray
+    preempted: np.ndarray
+    busy: np.ndarray
+
+
+def _cell(ds, bs, a: _Side, b: _Side, wa: float = 1.0, wb: float = 1.0) -> dict:
+    """One cell: ``a``'s median latency (x ``wa``) over ``b``'s, clustered by process."""
+    e = intervals.ratio_ci(a.ms * wa, b.ms * wb, groups=(a.cl, b.cl))
+    pre = int(a.preempted.sum() + b.preempted.sum())
+    busy = bool(pre or a.busy.any() or b.busy.any())
+    return {"dataset": ds, "batch_size": int(bs), "estimate": e, "ratio": e[0], "low": e[1], "high": e[2],
+            "clusters": e.clusters, "busy": busy, "preempted": pre, "batches": len(a.ms) + len(b.ms)}
+
+
+CELL_COLUMNS = ["dataset", "batch_size", "estimate", "ratio", "low", "high", "clusters", "busy", "preempted",
+                "batches"]
+
+
+def _sides(search: pd.DataFrame, configs) -> dict[tuple, _Side]:
+    """(dataset, batch size, configuration) -> its measured batches as arrays (pandas slicing per cell
+    copies the records' provenance each time: arrays keep a build of the claims fast)."""
+    lat = search_latency(search)
+    lat = lat[lat.config.isin(configs)]
+    lat = pd.DataFrame(lat.to_dict("list"))   # no attrs
+    if lat.empty:
+        return {}
+    flag = lambda c: lat[c].fillna(False).to_numpy(bool) if c in lat else np.zeros(len(lat), bool)  # noqa: E731
+    cols = (lat.latency_ms.to_numpy(float), clusters(lat), flag("preempted"), flag("machine_busy"))
+    keys = list(zip(lat.dataset, lat.batch_size.astype(int), lat.config))
+    out: dict[tuple, list] = {}
+    for i, k in enumerate(keys):
+        out.setdefault(k, []).append(i)
+    return {k: _Side(*(c[idx] for c in cols)) for k, idx in out.items()}
+
+
+def speedup_cells(search: pd.DataFrame, fast: str, slow: str = "cpu") -> pd.DataFrame:
+    """Per dataset x batch size: median batch latency of ``slow`` over that of ``fast``, a hierarchical
+    bootstrap over the fresh processes then the batches of each side (``intervals.ratio_ci``); ``clusters``:
+    the fewer processes of the two sides; ``busy``: a batch of either side was still preempted after its
+    reruns, or its process ran on a busy machine; ``preempted``: how many such batches."""
+    sides = _sides(search, (slow, fast))
+    cells = sorted({(ds, bs) for ds, bs, _ in sides})
+    rows = [_cell(ds, bs, sides[(ds, bs, slow)], sides[(ds, bs, fast)]) for ds, bs in cells
+            if (ds, bs, slow) in sides and (ds, bs, fast) in sides]
+    return pd.DataFrame(rows, columns=CELL_COLUMNS)
+
+
+def energy_cells(search: pd.DataFrame, energy: pd.DataFrame) -> pd.DataFrame:
+    """Table 5 as the claim judges it: per dataset x batch size of the energy rows, the CPU's energy per
+    query over ChamVS's (FPGA + GPU): each side's latency batches times the power its energy row was priced
+    at (energy x batch / latency: the paper's power, a paper input, or a counter's reading), with the
+    interval of :func:`speedup_cells`."""
+    en = energy_ran(energy)
+    if en.empty or "config" not in en or "our_latency_ms" not in en:
+        return pd.DataFrame(columns=CELL_COLUMNS)
+    watts = {(r.dataset, r.config, int(r.batch_size)): r.energy_mj * r.batch_size / r.our_latency_ms
+             for r in en.itertuples() if r.config in ("cpu", "fpga-gpu")}
+    sides = _sides(search, ("cpu", "fpga-gpu"))
+    rows = [_cell(ds, bs, sides[(ds, bs, "cpu")], sides[(ds, bs, "fpga-gpu")], watts[(ds, "cpu", bs)],
+                  watts[(ds, "fpga-gpu", bs)])
+            for ds, bs in sorted({(d, b) for d, _, b in watts})
+            if all(k in sides for k in ((ds, bs, "cpu"), (ds, bs, "fpga-gpu")))
+            and (ds, "cpu", bs) in watts and (ds, "fpga-gpu", bs) in watts]
+    return pd.DataFrame(rows, columns=CELL_COLUMNS)
+
+
+def table5_ratios() -> pd.DataFrame:
+    """The paper's Table 5 as efficiency ratios: CPU mJ / ChamVS mJ per dataset and batch size."""
+    pe = paper_values.energy()
+    cpu = pe[pe.system == "CPU"].set_index(["dataset", "batch_size"]).energy_mj
+    cham = pe[pe.system == "FPGA-GPU"].set_index(["dataset", "batch_size"]).energy_mj
+    return (cpu / cham).rename("ratio").reset_index()
 
 
 def throughput_medians(search: pd.DataFrame) -> pd.DataFrame:

@@ -1,7 +1,10 @@
 """The Chameleon authors' values, shown beside ours and labelled ``paper`` (Figures 7-12, Table 5).
 
 Loads the CSVs in ``paper_data/`` (copied into the package; see its README) and holds the constants
-quoted in the paper and in the authors' repositories.
+quoted in the paper and in the authors' repositories. The authors' numbers the ChamVS model is calibrated
+on are paper inputs (:data:`PAPER_INPUTS`, read through :func:`bench.core.judging.fidelity.value` when the
+model is built): the reference build's time and clock, and the two batch-1 latencies the host path is
+solved from.
 """
 from __future__ import annotations
 
@@ -9,6 +12,9 @@ import functools
 from pathlib import Path
 
 import pandas as pd
+
+from ..core.judging import fidelity
+from .system import fpga_model
 
 DATA = Path(__file__).resolve().parent / "paper_data"
 
@@ -20,22 +26,36 @@ DATASET_MAP = {
     "syn-1024": ("RALM-L1000M", "IVF32768,PQ64", 64),
 }
 PAPER_N, PAPER_NLIST, PAPER_NPROBE, PAPER_K = 1_000_000_000, 32768, 32, 100
-PAPER_FREQ_MHZ = 140.0
 # Section 4.2.2 / PQMem: L1 queue length for m = 8 / 16 / 32 / 64.
 L1_LENGTHS = {8: 10, 16: 15, 32: 23, 64: 38}
-# FPGA reference point (original-code notes): SIFT m=32 build at 117 MHz, 10,000 queries in 12.69 s.
-FPGA_REFERENCE = {"m": 32, "freq_mhz": 117.0, "n_queries": 10_000, "seconds": 12.69,
-                  "n_vectors": PAPER_N, "nlist": PAPER_NLIST, "nprobe": PAPER_NPROBE,
-                  "authors_model_s": (11.48, 12.89)}
+# The FPGA reference point (original-code notes): the SIFT m=32 build at 117 MHz answers 10,000 queries
+# in 12.69 s; its time and clock are paper inputs, the rest is the setting it ran in.
+REF_SECONDS = fidelity.PaperInput("chamvs-reference-s", 12.69, "the authors' repository (original-code notes): "
+                                  "the SIFT m=32 build answers 10,000 queries in 12.69 s", "s")
+REF_CLOCK_MHZ = fidelity.PaperInput("chamvs-reference-clock-mhz", 117.0, "the authors' repository (original-code "
+                                    "notes): the m=32 build's clock", "MHz")
+FPGA_REFERENCE = {"m": 32, "n_queries": 10_000, "n_vectors": PAPER_N, "nlist": PAPER_NLIST,
+                  "nprobe": PAPER_NPROBE, "authors_model_s": (11.48, 12.89)}
 # Vector dimensionality of the authors' datasets (Table 3; RALM-S/L: SIFT queries tiled to 512/1024).
 PAPER_DIM = {"SIFT": 128, "Deep": 96, "RALM-S": 512, "RALM-L": 1024}
 # Latency-model calibration: the batch-1 medians of one configuration, FPGA-GPU (per-batch fixed cost) and
 # FPGA-CPU (CPU centroid bandwidth). RALM-S1000M is the m=32 build, the same build (117 MHz, m=32) as
-# FPGA_REFERENCE, so the node's per-query time in these two points is the one already calibrated.
+# the reference point, so the node's per-query time in these two points is the one already calibrated.
 LATENCY_CALIBRATION = {"dataset": "RALM-S1000M", "batch_size": 1, "gpu_arch": "1FPGA-1GPU",
-                       "cpu_arch": "1FPGA-8CPU"}
-# Clock of each FPGA build: the m=32 build ran at 117 MHz, the others at the paper's 140 MHz.
-BUILD_FREQ_MHZ = {16: 140.0, 32: 117.0, 64: 140.0}
+                       "cpu_arch": "1FPGA-8CPU", "index": "IVF32768,PQ32", "nprobe": 32}
+HOST_GPU_MS = fidelity.PaperInput("fpga-gpu-batch1-ms", 1.789, "the authors' archived RALM-S1000M 1FPGA-1GPU "
+                                  "median latency at batch 1 (vector_search_latency_ms.csv)", "ms")
+HOST_CPU_MS = fidelity.PaperInput("fpga-cpu-batch1-ms", 4.459, "the authors' archived RALM-S1000M 1FPGA-8CPU "
+                                  "median latency at batch 1 (vector_search_latency_ms.csv)", "ms")
+PAPER_INPUTS = (REF_SECONDS, REF_CLOCK_MHZ, HOST_GPU_MS, HOST_CPU_MS)
+
+
+def build_freq_mhz(m: int) -> float:
+    """The clock of the authors' build for PQ ``m``: the m=32 build ran at 117 MHz, the others at the paper's
+    140 MHz (both paper inputs)."""
+    return fidelity.value(REF_CLOCK_MHZ) if m == FPGA_REFERENCE["m"] else fidelity.value(fpga_model.CLOCK_MHZ)
+
+
 def arch_config(arch: str) -> str:
     """The authors' arch name -> our configuration name."""
     if "FPGA" in arch:

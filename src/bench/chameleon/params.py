@@ -24,11 +24,12 @@ _S_L = {"S": {"type": "string"}, "L": {"type": "string"}}
 
 @dataclass(frozen=True)
 class Fpga:
-    """One ChamVS memory node (section 4.1): DDR channels x AXI bytes per cycle, clock, network."""
+    """One ChamVS memory node (section 4.1): DDR channels x AXI bytes per cycle, clock, network. The first
+    three left null are the paper's (4 channels, 64 B, 140 MHz: ``system.fpga_model.PAPER_INPUTS``)."""
 
-    channels: int = key(4, minimum=1)
-    axi_bytes: int = key(64, minimum=1)
-    freq_mhz: float = key(140.0, exclusive_minimum=0)
+    channels: int | None = key(None, minimum=1, description="DDR channels (null: the paper's 4)")
+    axi_bytes: int | None = key(None, minimum=1, description="AXI bytes per cycle per channel (null: the paper's 64)")
+    freq_mhz: float | None = key(None, exclusive_minimum=0, description="accelerator clock (null: the paper's 140 MHz)")
     rtt_us: float = key(20.0, minimum=0, description='assumed network round trip per batch')
     link_gbps: float = key(100.0, exclusive_minimum=0)
 

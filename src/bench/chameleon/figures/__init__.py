@@ -32,7 +32,7 @@ DESCRIPTIONS = {
     ),
     "fig9": (
         "Figure 9 of Chameleon: vector-search latency distributions per dataset, batch size and "
-        "configuration at our scale; speed-up over CPU, ours beside the authors' (1B vectors); fpga-* "
+        "configuration at our scale; speed-up over CPU, ours beside the authors' (1B vectors); FPGA-CPU and FPGA-GPU "
         "modelled; CUDA configurations not run without a GPU."
     ),
     "model": (

@@ -15,6 +15,7 @@ import pandas as pd
 from ...core.presenting import plotting
 from ...core.base.atomic import atomic_path
 from .. import paper_values
+from ..wording import words   # a configuration's name in words, never the profile's id
 
 COMPUTED_COLOR = "#8c6d31"   # values the harness computed from the authors' numbers (never labelled paper)
 COMPUTED_LABEL = "computed from the authors' archived data"
@@ -28,13 +29,13 @@ def not_run_text(df: pd.DataFrame, col: str = "config") -> str:
     if not len(d):
         return ""
     d = d.assign(why=d.why.fillna("no reason recorded").astype(str))
-    return " ".join(f"Not run: {', '.join(sorted(g[col].astype(str).unique()))}: {why}." for why, g in d.groupby("why"))
+    return " ".join(f"Not run: {', '.join(words(n) for n in sorted(g[col].astype(str).unique()))}: {why}."
+                    for why, g in d.groupby("why"))
 
 
 def label(name: str, source: str) -> str:
-    """A configuration's legend name (``none``, the RALM runs without retrieval, said in words)."""
-    name = "inference only (no retrieval)" if name == "none" else name
-    return plotting.label_source(name, source if source in plotting.SOURCE_LABELS else "measured")
+    """A configuration's legend name in words, tagged with its source (modelled, emulated)."""
+    return plotting.label_source(words(name), source if source in plotting.SOURCE_LABELS else "measured")
 
 
 def where(prov: dict) -> str:
@@ -190,3 +191,25 @@ def legend_below_matching(fig, handles: dict, ncol: int = 3):
 def write_csv(df: pd.DataFrame, out_png: Path) -> None:
     with atomic_path(Path(out_png).with_suffix(".csv")) as tmp:
         df.to_csv(tmp, index=False)
+
+
+
+def write_md(df: pd.DataFrame, out_png: Path, title: str, names: dict[str, str] | None = None) -> None:
+    """The figure's data as a narrow Markdown table beside it (the report shows it in place of the CSV):
+    ``title``, then the columns of ``df`` named in words (``names``, else the report's own reading of them)."""
+    from ...core.presenting.tables import header_words
+
+    head = [(names or {}).get(c, header_words(c)) for c in df.columns]
+    write_md_tables(out_png, [(title, head, df.values.tolist())])
+
+
+def write_md_tables(out_png: Path, tables: list[tuple[str, list[str], list[list]]]) -> None:
+    """Several titled Markdown tables in the file beside the figure (``.md``)."""
+    from ...core.base.atomic import write_text
+    from ...core.presenting.tables import cell
+
+    lines = []
+    for title, head, rows in tables:
+        lines += [f"# {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        lines += ["| " + " | ".join(cell(v).replace("|", "/") for v in row) + " |" for row in rows] + [""]
+    write_text(Path(out_png).with_suffix(".md"), "\n".join(lines))

@@ -21,8 +21,8 @@ from ...core.presenting.figures import figure
 from .. import analysis, paper_values
 from ..analysis import model_size as _size
 from ._draw import (COMPUTED_COLOR, COMPUTED_LABEL, busy_text, label, legend_below_matching, log_dots,
-                    not_run_text, nice_log_limits, paper_point, plain_log_ticks, where,
-                    write_csv)
+                    not_run_text, nice_log_limits, paper_point, plain_log_ticks, where, words,
+                    write_csv, write_md)
 
 PAPER_RALM_ARCH = {("S", "cpu"): "8CPU", ("L", "cpu"): "16CPU", ("S", "fpga-gpu"): "1FPGA-1GPU",
                    ("L", "fpga-gpu"): "2FPGA-1GPU"}
@@ -291,7 +291,7 @@ FIG10_CAPTION = (
     "per retrieval interval (the paper's 1, 8, 64, 512 and any other the profile ran), small models left and "
     "large right as in the paper; ours: random-weight models scaled by the profile (layers {layers}, model width as "
     "Table 2) on this CPU, {steps} generated steps per sequence (the paper: 512); 'none' = inference only, "
-    "fpga-* retrieval modelled. A pair with no rows says 'not run' and the records' own reason. Last panel: "
+    "FPGA-CPU and FPGA-GPU retrieval modelled. A pair with no rows says 'not run' and the records' own reason. Last panel: "
     "median step latency over inference only, ours (dots) and the authors' per configuration (markers: their "
     "CPU baseline, 8 cores for S / 16 for L, and FPGA-GPU; full-size models on an RTX 3090, 512 steps), the "
     "paper's values drawn as ratios because the scales differ, in the grid's order. At intervals of 8 and more "
@@ -372,7 +372,7 @@ def _fig11_caption(t: pd.DataFrame, df: pd.DataFrame, prov: dict, noise: str) ->
     return (f"Figure 11 (reproduced): RALM throughput at the profile's throughput batch "
             f"({', '.join(f'{m}: {int(b)}' for m, b in t.groupby('model').batch_size.first().items())}), by model and "
             f"retrieval interval. Top: ours in tokens/s (random-weight models scaled by the profile, on this CPU; "
-            f"fpga-* retrieval modelled). Bottom: tokens/s over inference only, ours (dots) and the authors' per "
+            f"FPGA-CPU and FPGA-GPU retrieval modelled). Bottom: tokens/s over inference only, ours (dots) and the authors' per "
             f"configuration (markers; full-size models on an RTX 3090 at batch 64 (S) / 8 (L), "
             f"{pr.median_tokens_per_s.min():.1f}-{pr.median_tokens_per_s.max():.0f} tokens/s). An interval not run "
             f"says so, with the records' reason under the bottom panel. {noise} {busy_text(df)} "
@@ -421,7 +421,8 @@ def _fig12_caption(auth: pd.DataFrame, prov: dict) -> str:
     top = big.iloc[-1] if len(big) else None
     return (f"Figure 12 (reproduced): accelerator ratio = queries/s one vector-search engine sustains / queries/s "
             f"one LM engine demands (its tokens/s at the throughput batch divided by the retrieval interval). Left: "
-            f"ours (our measured LM tokens/s with scaled models, our search queries/s at our scale; fpga-* modelled). "
+            f"ours (our measured LM tokens/s with scaled models, our search queries/s at our scale; FPGA-CPU and "
+            f"FPGA-GPU modelled). "
             f"Right: the same arithmetic on the authors' archived throughputs, computed by this harness, not a value "
             f"printed in the paper; the band is the range the paper's text states (0.2-442). Over intervals 1-64 the "
             f"computed ratios span {hi.min():.2g}-{hi.max():.3g}, the stated range to rounding; "
@@ -430,7 +431,7 @@ def _fig12_caption(auth: pd.DataFrame, prov: dict) -> str:
                f"one retrieval per {int(top.interval)} tokens demands almost no search. No arithmetic slip: the "
                f"paper's range leaves interval {int(top.interval)} out, so its Figure 12 apparently stops at "
                f"interval 64. " if top is not None else "")
-            + f"Values in the CSV beside this figure. {where(prov)}.")
+            + f"Values in the table beside this figure. {where(prov)}.")
 
 
 @figure("fig12", records=("ralm", "search"), title="Figure 12: accelerator ratio")
@@ -446,5 +447,10 @@ def fig12(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     _fig12_ours(a1, ours)
     _fig12_authors(a2, auth)
     plotting.legend_below(fig, ncol=3)
-    write_csv(pd.concat([ours.assign(who="ours"), auth.assign(who="computed from the authors' data")]), out_png)
+    both = pd.concat([ours.assign(who="ours", what=[words(c) for c in ours.get("search", [])]),
+                      auth.assign(who="computed from the authors' data", what=auth.get("engine"))])
+    write_csv(both.drop(columns=["label"], errors="ignore"), out_png)
+    write_md(both[["who", "model", "interval", "what", "ratio"]], out_png,
+             "Figure 12: LM engines per vector-search engine",
+             {"who": "whose", "what": "search engine", "ratio": "LM engines per search engine"})
     return plotting.save(fig, out_png, _fig12_caption(auth, prov))

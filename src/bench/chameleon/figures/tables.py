@@ -13,7 +13,7 @@ import pandas as pd
 from ...core.presenting import plotting
 from ...core.presenting.figures import figure
 from .. import analysis, paper_values
-from ._draw import log_dots, paper_point, where, write_csv
+from ._draw import log_dots, paper_point, where, write_csv, write_md_tables
 
 PAPER_ROW = "#e8e8e8"      # the paper's rows of a table: grey background, "paper" in the scale column
 OURS_LABEL = "ours (records)"
@@ -167,11 +167,14 @@ def tables23(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
     for ax in axes[:4]:
         ax.remove()
     t2, t3 = fig.add_subplot(gs[0, :]), fig.add_subplot(gs[1, :])
-    _table(t2, *table2_rows(models), "Table 2: RALM models (the paper's full size vs ours, scaled)")
-    _table(t3, *table3_rows(ds), "Table 3: vector datasets (the paper's 1B vectors vs ours)")
+    t2_rows, t3_rows = table2_rows(models), table3_rows(ds)
+    _table(t2, *t2_rows, "Table 2: RALM models (the paper's full size vs ours, scaled)")
+    _table(t3, *t3_rows, "Table 3: vector datasets (the paper's 1B vectors vs ours)")
     _scale_panels(axes[4], axes[5], models, ds)
     plotting.legend_below(fig, ncol=2)
     write_csv(pd.concat([models.assign(table="2"), ds.assign(table="3")]), out_png)
+    write_md_tables(out_png, [("Table 2: RALM models, the paper's (grey in the figure) and ours", *t2_rows[:2]),
+                              ("Table 3: vector datasets, the paper's and ours", *t3_rows[:2])])
     return plotting.save(fig, out_png, TABLES23_CAPTION.format(w2=paper_values.TABLE2_WHERE,
                                                                w3=paper_values.TABLE3_WHERE,
                                                                where=where(data["ralm"].attrs.get("provenance", {}))))

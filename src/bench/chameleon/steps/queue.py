@@ -52,7 +52,7 @@ def _fig8_row(units: int, K: int, dist_iid: np.ndarray, dist_real: np.ndarray | 
     analytic_u = priority_queue.analytic_l1_length(units, K)
     m_of = {priority_queue.units_for_m(m): m for m in (4, 8, 16, 32, 64, 128)}
     m = m_of.get(units)
-    row = {"figure": "fig8", "units": units, "l1_queues": 2 * units, "m": m,
+    row = {"figure": "fig8", "units": units, "l1_queues": 2 * units, "m": m, "k": K,
            "analytic_one_queue_per_unit": analytic_u,
            "analytic_two_queues_per_unit": priority_queue.analytic_l1_length(2 * units, K),
            "authors": paper_values.L1_LENGTHS.get(m, np.nan) if m else np.nan, "source": "modelled",
@@ -85,4 +85,4 @@ def queue(ctx: Context) -> Result:
     rows = _fig7_rows(K, qp.fig7_queues) + [_fig8_row(u, K, dist_iid, dist_real) for u in qp.units]
     return Result(records=pd.DataFrame(rows), method=METHOD, source="modelled",
                   provenance={"real_distances": dist_real is not None,
-                              "sim_vectors_per_query": int(dist_real.shape[1]) if dist_real is not None else None})
+                              "sim_vectors_per_query": int((dist_real if dist_real is not None else dist_iid).shape[1])})

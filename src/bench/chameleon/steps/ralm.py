@@ -69,8 +69,8 @@ def interval_why(interval: int, lm: LM, rp: Ralm) -> str:
     """Why one of the paper's intervals for a model (Table 2) is not in this profile's run."""
     n = rp.seq_len - 1
     if interval > n // 2:
-        return (f"interval {interval}: this profile generates {n} steps per sequence (ralm.seq_len "
-                f"{rp.seq_len}), too few for more than one retrieval; the paper generates "
+        return (f"interval {interval}: this profile generates {n} steps per sequence (a sequence of "
+                f"{rp.seq_len} tokens), too few for more than one retrieval; the paper generates "
                 f"{paper_values.LM_SEQ_TOKENS} tokens per sequence")
     return f"interval {interval} not in this profile's intervals {list(lm.intervals)}"
 

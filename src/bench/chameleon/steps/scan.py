@@ -70,8 +70,10 @@ def decided(rows: pd.DataFrame, params) -> bool:
     t, f = m[m.impl == "torch"], m[m.impl == "faiss"]
     if t.empty or f.empty:
         return True
-    _, lo, hi = intervals.bootstrap_ci(t.pair_ratio_torch_over_faiss, level=sequential.LEVEL, groups=t.process)
-    _, glo, ghi = intervals.bootstrap_ci(f.gbps_per_core, level=sequential.LEVEL, groups=f.process)
+    _, lo, hi = intervals.bootstrap_ci(t.pair_ratio_torch_over_faiss, level=sequential.LEVEL,
+                                       groups=intervals.process_of(t, by=("impl",)))
+    _, glo, ghi = intervals.bootstrap_ci(f.gbps_per_core, level=sequential.LEVEL,
+                                         groups=intervals.process_of(f, by=("impl",)))
     return (claims.clears(SCAN_RATIO_MAX, "<=")(lo, hi) and claims.clears(GBPS_MIN)(glo, ghi))
 
 
