@@ -66,7 +66,7 @@ def test_more_probe_pairs_narrow_the_premise_interval():
         return hi - lo
     few, many = np.median([width(16) for _ in range(5)]), np.median([width(64) for _ in range(5)])
     assert many < 0.75 * few
-    assert e2e.SSD_PROBE_PAIRS >= 12 and e2e.DISK_PROBE_PAIRS >= 4 and premises.MIN_QD_GAIN == 2.0
+    assert e2e.SSD_PROBE_PAIRS >= 8 and e2e.DISK_PROBE_PAIRS >= 4 and premises.MIN_QD_GAIN == 2.0
 
 
 def test_the_parallel_premise_bar_follows_the_paper_not_our_values():

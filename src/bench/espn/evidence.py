@@ -47,9 +47,8 @@ def span(lo_hi) -> str:
 
 # what each profile shrank so that its three fresh processes cost no more than two did (its work, never its
 # repeats): said in the scale of every row the shrunk steps feed
-SHRUNK = {"tiny": ("tiny shrinks the work, not the repeats, so that 3 fresh processes cost what 2 did: 16 queries a "
-                   "pass (was 25), budgets 0.25 and 0.5 (was also 1.0), batch sizes up to 8 (was 16), fewer probe "
-                   "pairs a process")}
+SHRUNK = {"tiny": ("tiny shrinks the work, not the repeats, so that 3 fresh processes cost what 2 did: queries a "
+                   "pass cut from 25, the 1.0 budget and batch 16 dropped, fewer probe pairs a process")}
 
 
 def work_words(e: E2E, queries: int, profile: str) -> str:

@@ -183,9 +183,9 @@ DISK_PROBE_READS = (500, 2000)   # QD1, QD32: ~0.1 s a pair on this VM's disk (Q
 # pairs at the start and before each native configuration, in each process of the step: 4 (48 in a 3-process
 # tiny step with its two budgets and the cached run; 6 in each of 2 processes gave 60); ~0.1 s a pair
 DISK_PROBE_PAIRS = 4
-# pairs before and again after an emulated device's configuration, in each process of the step: 12 (72 in a
-# 3-process step; 24 in each of 2 processes gave 96); ~0.1 s a pair on the calibrated 200 us device
-SSD_PROBE_PAIRS = 12
+# pairs before and again after an emulated device's configuration, in each process of the step: 8 (48 in a
+# 3-process step; 24 in each of 2 processes gave 96); ~0.15 s a pair on the calibrated 200 us device
+SSD_PROBE_PAIRS = 8
 
 
 def _pair_seed(ctx: Context, what: str, j: int) -> int:
