@@ -9,10 +9,10 @@ from bench.espn.system import encoders, layout
 
 def _records(n, seed=0):
     rng = np.random.default_rng(seed)
-    cls = rng.standard_normal((n, layout.CLS_DIM)).astype(np.float32)
+    cls = rng.standard_normal((n, layout.cls_dim())).astype(np.float32)
     counts = rng.integers(0, 140, size=n)
     counts[0] = 0  # an empty passage, encoded as such
-    bows = [rng.standard_normal((int(t), layout.BOW_DIM)).astype(np.float16) for t in counts]
+    bows = [rng.standard_normal((int(t), layout.bow_dim())).astype(np.float16) for t in counts]
     return cls, bows
 
 
@@ -36,6 +36,6 @@ def small_index():
 @pytest.fixture(autouse=True)
 def _fewer_resamples(monkeypatch):
     """Claims' bootstrap intervals with 300 resamples in tests (2000 in the pipeline): same code, faster."""
-    from bench.espn import claims
+    from bench.espn import analysis
 
-    monkeypatch.setattr(claims, "N_BOOT", 300)
+    monkeypatch.setattr(analysis, "N_BOOT", 300)

@@ -52,13 +52,14 @@ def test_emulated_ssd_rows_labelled_measured_and_apart(recs_ok):
     assert tab.backend.str.contains("paper Table 4: ESPN \\(GDS\\)").any()  # the paper's own series name
     assert not tab.backend.str.contains("paper.*direct I/O").any()
     emu = tab[tab.backend.str.contains("measured on an emulated SSD", na=False)]
-    assert len(emu) == 3 and emu["0.50"].max() > 200  # ms; the native mmap row stays ~75 ms
-    assert tab[tab.backend == _shared.BACKEND_NAMES["mmap"]]["0.50"].iloc[0] == pytest.approx(75, rel=0.1)
+    assert len(emu) == 3 and emu["0.50"].max() > 200  # ms; the native mmap row stays ~68 ms
+    assert tab[tab.backend == _shared.BACKEND_NAMES["mmap"]]["0.50"].iloc[0] == pytest.approx(68, rel=0.1)
+    assert tab["0.50 interval"].notna().any()   # the interval the rows judge, over fresh processes
     cap = (folder / "tables45.caption.rst").read_text()
     assert "measured on an emulated SSD" in cap and "GDS" in cap
     # the disk named, the emulated device's latency, parallelism and measured rates, each back end's threads
-    assert "disk vda" in cap and "rotational flag 1" in cap and "queue depth 256" in cap and "QD32 120,000" in cap
-    assert "+100 µs per read, 32 reads in flight" in cap and "QD1 4,000" in cap
+    assert "disk vda" in cap and "rotational flag 1" in cap and "queue depth 256" in cap and "QD32 50,000" in cap
+    assert "+100 µs per read stated, measured +102 µs" in cap and "32 reads in flight" in cap and "QD1 6,000" in cap
     assert "Threads:" in cap and "threads of mmap" in cap
     assert "0.25: bound" in cap   # each budget says whether it bound
 
@@ -106,3 +107,37 @@ def test_each_figure_tags_the_source_of_the_ledger_rows_it_backs(recs_ok):
 
     unlinked = {c for (_, c), stems in link(rows, {"espn": pngs}).items() if not stems}
     assert unlinked == set()
+
+
+def test_tables45_draws_the_rows_quantities(recs_ok):
+    """Tables 4/5 draw the memory the ledger's memory-saved row judges (index memory, ours beside the paper's v1
+    and v2) and say the speed-up the rows judge, with the paper's definitions quoted."""
+    folder = recs_ok["e2e"][0].parent
+    _draw("tables45", recs_ok, folder)
+    cap = (folder / "tables45.caption.rst").read_text()
+    assert "memory saved the ledger's row reads (12.2x)" in cap and "at budget 0.25: mmap / ESPN 2.4" in cap
+    assert "6 - 19% of the total retrieval indices in memory" in cap and "3.1 - 3.9x faster than mmap" in cap
+    assert "17.5 GB IVF-PQ for v2" in cap and "not stated" not in cap
+
+
+def test_fig7_says_the_lists_it_probed(recs_ok):
+    """Figure 7's curves name the lists they truly probed (the real-passages index probes the same fraction of
+    its lists), and the caption gives the values the rows judge with their K/N premise."""
+    folder = recs_ok["e2e"][0].parent
+    _draw("fig7", recs_ok, folder)
+    cap = (folder / "fig7.caption.rst").read_text()
+    assert "(the K/N premise fails" in cap and "v1 nprobe 1000 0.37%" in cap
+    assert "same fraction of its (fewer) lists" in cap and "\"the hit rate achieved by the prefetcher" in cap
+    tab = pd.read_csv(folder / "fig7.csv")
+    real = tab[tab.corpus == "real passages only"]
+    assert set(real.nprobe_used) == {5, 14} and set(real.nlist) == {37}   # 32 and 96 of 256 lists, scaled
+
+
+@pytest.mark.parametrize("name,quote", [("fig8_9", "improves GDS based embedding retrieval"),
+                                        ("eq4", "Query Batch threshold"), ("fig6", "normalized the MRR@10"),
+                                        ("table3", "much smaller (7.7x uncompressed)"),
+                                        ("fig1", "3.1 - 3.9x faster than mmap")])
+def test_each_figure_quotes_the_definition_its_row_judges(recs_ok, name, quote):
+    folder = recs_ok["e2e"][0].parent
+    _draw(name, recs_ok, folder)
+    assert quote in (folder / f"{name}.caption.rst").read_text()

@@ -67,7 +67,7 @@ def test_sizes_from_the_files_on_disk(built, tmp_path):
 
 
 def test_paper_rows_transcribe_table3():
-    rows = {(r["collection"], r["part"]): r for r in sizes_step.paper_rows()}
+    rows = {(r["collection"], r["part"]): r for r in PV.size_rows()}
     assert rows[("MS MARCO v2", "bow")]["bytes"] == 255.4e9 and rows[("MS MARCO v2", "cls")]["n_tokens"] == 9.4e9
     assert rows[("MS MARCO v1", "ann_index")]["bytes"] == PV.TABLE4_ANN_GB * 1e9
 

@@ -174,3 +174,81 @@ def test_e2e_refuses_an_iops_cap_below_qd1_before_measuring():
     e2e._check_cap(STUDY.parameters({"emulated_ssd": {"enabled": True, "kind": "iops", "read_iops": 500000}}),
                    {"disk_qd1_iops": 27000.0})
     e2e._check_cap(STUDY.parameters({"emulated_ssd": {"enabled": True, "kind": "latency"}}), {})
+
+
+def _fake_device(monkeypatch, tmp_path, latency_s: float, overhead_s: float):
+    """A latency device whose QD1 reads are measured by a model: disk 60 us, the device the disk plus the
+    pass-through's own cost plus its current wait (no mount: the calibration's logic alone)."""
+    monkeypatch.setattr(fuse_ssd, "available", lambda: (True, ""))
+    dev = fuse_ssd.LatencyDevice(tmp_path, latency_s)
+    dev.mountpoint = tmp_path
+    dev._delay = mmap.mmap(-1, fuse_ssd.DELAY.size)
+    dev._set_wait(latency_s)
+    monkeypatch.setattr(fuse_ssd, "qd1_read_times",
+                        lambda device, disk, n, seed=0: (60e-6 + overhead_s + dev.wait_s, 60e-6))
+    return dev
+
+
+def test_calibration_sets_the_wait_so_the_device_adds_what_it_states(monkeypatch, tmp_path):
+    """The "+100 us" device ran at 290-325 us a read against the disk's ~60 us: the pass-through's own cost
+    and a sleep's overshoot came on top of its wait. Calibrated, the wait drops by what was measured on top,
+    and the record says what the device added."""
+    dev = _fake_device(monkeypatch, tmp_path, 100e-6, 70e-6)
+    got = dev.calibrate("t.bin")
+    assert got["ssd_calibrated"] and got["ssd_added_us"] == pytest.approx(100, abs=10)
+    assert got["ssd_wait_us"] == pytest.approx(30, abs=10) and got["ssd_disk_read_us"] == pytest.approx(60)
+    assert dev.describe()["ssd_added_us"] == got["ssd_added_us"] and dev.describe()["ssd_latency_us"] == 100
+
+
+def test_a_device_whose_own_cost_exceeds_its_latency_says_so(monkeypatch, tmp_path):
+    dev = _fake_device(monkeypatch, tmp_path, 100e-6, 180e-6)
+    got = dev.calibrate("t.bin")
+    assert got["ssd_wait_us"] == 0 and not got["ssd_calibrated"] and got["ssd_added_us"] == pytest.approx(180)
+
+
+def test_a_mounted_device_records_what_it_measured(backing):
+    """On a real mount the calibration measures the device against the disk and takes the pass-through's own
+    cost off the wait (so the wait ends below the stated latency)."""
+    d, _ = backing
+    with fuse_ssd.LatencyDevice(d, 0.001, threads=4) as dev:
+        got = dev.calibrate("t.bin", reads=60, rounds=3)
+    assert {"ssd_added_us", "ssd_read_us", "ssd_disk_read_us", "ssd_wait_us", "ssd_calibrated"} <= set(got)
+    assert np.isfinite(got["ssd_added_us"]) and got["ssd_read_us"] > got["ssd_disk_read_us"]
+    assert got["ssd_wait_us"] < 1000
+
+
+def test_the_e2e_step_records_the_devices_calibration(monkeypatch, tmp_path):
+    """Every row measured on the latency device carries what its calibration measured in that process."""
+    import pandas as pd
+
+    from bench.core.measuring.step import Context
+    from bench.espn import STUDY
+    from bench.espn.steps import e2e
+
+    class Fake:
+        def __init__(self, *a, **kw):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            pass
+
+        def path(self, name):
+            return tmp_path / name
+
+        def calibrate(self, name, seed=0):
+            return {"ssd_added_us": 104.0, "ssd_read_us": 165.0, "ssd_disk_read_us": 61.0, "ssd_wait_us": 35.0,
+                    "ssd_calibration_rounds": 2, "ssd_calibrated": True}
+
+    monkeypatch.setattr(fuse_ssd, "available", lambda: (True, ""))
+    monkeypatch.setattr(fuse_ssd, "LatencyDevice", Fake)
+    monkeypatch.setattr(fuse_ssd, "measure_qd", lambda path, qd, n, seed=0: {"iops": 1000.0 * qd})
+    monkeypatch.setattr(e2e, "spawn_worker", lambda *a, **kw: pd.DataFrame([{"backend": "mmap", "status": "ok"}]))
+    params = STUDY.parameters({"emulated_ssd": {"enabled": True, "latencies_us": [100]}})
+    ctx = Context(study="espn", step="e2e", params=params, profile="t", seed=1, threads=1, out=tmp_path)
+    b = type("B", (), {"dir": tmp_path, "table": tmp_path / "table.espn"})()
+    frames = e2e._latency_ssd(ctx, b, [{"budget_frac": 0.5}], ["mmap"], "cgroup-v1")
+    rows = pd.concat(frames)
+    assert (rows.ssd_added_us == 104.0).all() and (rows.ssd_wait_us == 35.0).all()

@@ -14,5 +14,5 @@ from .verbs import verbs
 
 STUDY = Study(name="espn", cli="espn", help="ESPN: multi-vector re-ranking embeddings on SSD with a prefetcher",
               params=Params, steps=Steps(f"{__name__}.steps"), figures=f"{__name__}.figures",
-              claims=f"{__name__}.claims", verbs=verbs,
+              claims=f"{__name__}.claims", verbs=verbs, synthetic=f"{__name__}.synthetic",
               title="ESPN: re-ranking embeddings offloaded to SSD", short="ESPN", order=1)

@@ -74,3 +74,28 @@ TABLE3 = {
 # Section 3.1: "The single vector representation (CLS vector) is much smaller (7.7x uncompressed) than
 # the multi-vector representation (BOW vector)".
 BOW_VS_CLS = 7.7
+
+# Section 5.1 and Figure 7: the ANN settings of the hit rates (nlist 2^15 for v1, 2^16 for v2; K = 1000, the
+# candidates re-ranked), for the share of the scanned candidates the top K is: K x nlist / (passages x nprobe).
+K = 1000
+FIG7_SETTINGS = [
+    # (dataset, passages, nlist, nprobe)
+    ("v1", 8.8e6, 2 ** 15, 1000), ("v1", 8.8e6, 2 ** 15, 3000),
+    ("v2", 138.4e6, 2 ** 16, 160), ("v2", 138.4e6, 2 ** 16, 200),
+]
+# Section 5.3: ESPN stores 6-19% of the total retrieval indices in memory.
+INDEX_SHARE = (0.06, 0.19)
+
+
+def size_rows() -> list[dict]:
+    """The paper's Table 3 (CLS, BOW) and section 5.1 (ANN index) sizes as rows of the sizes records
+    (``source = paper``), GB as printed (1e9 B)."""
+    rows = []
+    for coll, (n, tok, nq, cls_gb, bow_gb, ann_gb, ann_kind) in TABLE3.items():
+        for part, gb, where in (("cls", cls_gb, TABLE3_WHERE), ("bow", bow_gb, TABLE3_WHERE),
+                                ("ann_index", ann_gb, f"{ANN_WHERE}: faiss {ann_kind}")):
+            rows.append({"scope": "paper", "collection": coll, "part": part, "bytes": gb * 1e9, "n_passages": int(n),
+                         "n_tokens": int(tok), "n_queries": int(nq), "bytes_per_passage": gb * 1e9 / n,
+                         "source": "paper", "where_in_paper": where,
+                         "index": f"faiss {ann_kind}" if part == "ann_index" else ""})
+    return rows

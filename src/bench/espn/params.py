@@ -33,7 +33,10 @@ class EmulatedSsd:
         [200],
         items={"minimum": 0},
         min_items=1,
-        description="kind latency: added per-read latency(ies), microseconds; one configuration each",
+        description=("kind latency: added per-read latency(ies), microseconds, one configuration each (a number this "
+                     "harness chooses: the paper names no per-read latency); the device is calibrated when mounted so "
+                     "that its median QD1 4 KiB read takes that much more than the disk's, its own cost included, and "
+                     "records what it measured"),
     )
     threads: int = key(
         32,
@@ -223,7 +226,7 @@ class Params:
     e2e_second_stage: bool = key(
         False,
         description=("The e2e step's two-stage design (bench.core.measuring.sequential): when the rows judged over fresh "
-                     "worker processes (the prefetch target, the memory saved) are not decided after the first "
+                     "worker processes (the prefetch target on each device) are not decided after the first "
                      "`processes` fresh processes, as many again run. It reruns the whole step (about 80 s a "
                      "process on tiny), so it is off unless a profile turns it on (small, paper): tiny's 12 "
                      "minutes and a GPU loan's 15 cannot hold it."),

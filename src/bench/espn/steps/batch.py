@@ -24,7 +24,9 @@ METHOD = ("Figures 8/9: critical-path embedding access latency vs query batch si
           "the whole prefetch and reads the misses (the serial-wait prefetcher, column prefetcher; not the "
           "e2e pipeline's cut-concurrent one). memory/direct are measured reads (+ decode). Figure 10 "
           "models batch latency = ANN(eta) + encode + critical access + MaxSim (measured parts). "
-          "{repeats} measured repeats per batch size after one warm-up.")
+          "{repeats} measured repeats per batch size after one warm-up, split over {procs} fresh process(es) "
+          "of the step (column process), each measuring its own prefetch budget, so the intervals of the "
+          "ratios and of equation 4 resample processes first.")
 DIRECT = "direct (GDS stand-in)"
 
 
@@ -77,7 +79,7 @@ def _batch_rows(b, mem, direct, sel, n, reps, budget_s, device) -> list[dict]:
     return rows
 
 
-@step("batch", needs=("build",), per="first",
+@step("batch", needs=("build",), per="first", processes=True,
       keys=("datasets", "block_mode", "index", "k", "nprobe", "prefetch_steps", "prefetch_step", "prefetch_delta",
             "batch_prefetch_step", "rerank_counts", "partial_rerank", "backends", "repeats", "batch_sizes",
             "batch_repeats", "io_depth", "device", "maxsim_threads", "io_engine", "prefetch_engine"))
@@ -101,7 +103,7 @@ def batch(ctx: Context) -> Result:
             for B in params.batch_sizes:
                 qsel = rng.choice(len(b.qc), size=B, replace=B > len(b.qc))
                 sel = ([I[q][I[q] >= 0][:n] for q in qsel], [Ia[q][Ia[q] >= 0][:n] for q in qsel], qsel)
-                got = _batch_rows(b, mem, direct, sel, n, params.batch_repeats, budget_s, device)
+                got = _batch_rows(b, mem, direct, sel, n, ctx.share(params.batch_repeats), budget_s, device)
                 rows += [{**r, "rerank": label, "rerank_n": n, "batch": B, "prefetch_budget_s": budget_s,
                           "ann_eta_s": ann_eta, "delta": delta, "eta": eta,
                           "encode_s": b.meta["encode_queries_s"] / max(1, len(b.qc)) * B} for r in got]
@@ -109,5 +111,6 @@ def batch(ctx: Context) -> Result:
     df["latency_model_s"] = df["ann_eta_s"] + df["encode_s"] + df["access_s"] + df["maxsim_s"]
     df["throughput_model_qps"] = df["batch"] / df["latency_model_s"]
     summ = records.summarize_runs(df[df.phase == "measured"], ["rerank", "method", "batch"], "access_s")
-    return Result(records=df, summary=summ, method=METHOD.format(repeats=params.batch_repeats),
+    method = METHOD.format(repeats=ctx.shared_total(params.batch_repeats), procs=max(1, ctx.processes))
+    return Result(records=df, summary=summ, method=method,
                   provenance=inputs.provenance(b), **inputs.result_ids(b))

@@ -51,8 +51,12 @@ METHOD = ("End-to-end latency per query (wall clock): live query encoding, ANN (
           "and reclaim over the pass and whether the budget bound (budget_bound, budget_bound_reason). "
           "Threads per back end: column threads. The direct_prefetch back end uses the cut-concurrent "
           "prefetcher (column prefetcher). Rows with ssd = emulated were measured on an emulated slower SSD "
-          "(ssd_emulation: fuse-latency = a FUSE pass-through adding ssd_latency_us per read with ssd_threads "
-          "reads in flight, its measured ssd_qd1_iops and ssd_qd32_iops recorded; iops-cap = a cgroup read "
+          "(ssd_emulation: fuse-latency = a FUSE pass-through stating ssd_latency_us added per read with "
+          "ssd_threads reads in flight, calibrated when mounted in each process so that its median QD1 4 KiB "
+          "read takes that much more than the disk's (interleaved reads; ssd_added_us measured, ssd_read_us, "
+          "ssd_disk_read_us, ssd_wait_us the wait it settled on, ssd_calibrated whether it reached the stated "
+          "latency within max(10%, 10 us)), its measured ssd_qd1_iops and ssd_qd32_iops recorded; iops-cap = a "
+          "cgroup read "
           "throttle at ssd_read_iops); their source is emulated and they are reported apart from the "
           "native rows. The disk: columns disk_* (model, rotational flag, queue depth, measured QD1 and "
           "QD32 4 KiB O_DIRECT rates: medians of the step's first probe pairs). Rows with phase = probe are "
@@ -148,6 +152,7 @@ def _latency_ssd(ctx, b: inputs.Build, budgets, kinds, mech) -> list[pd.DataFram
             continue
         with fuse_ssd.LatencyDevice(b.dir, lat * 1e-6, threads=e.threads, max_readahead=e.max_readahead) as dev:
             table = dev.path(b.table.name)
+            tag.update(dev.calibrate(b.table.name, seed=_pair_seed(ctx, f"ssd{lat}-calibrate", 0)))
             measure = (lambda qd, seed: fuse_ssd.measure_qd(
                 table, qd, max(16, e.qd_reads // 4) if qd == 1 else e.qd_reads, seed=seed)["iops"])
             probe = {**tag, "ssd": "emulated", "source": "emulated"}
@@ -175,17 +180,12 @@ def _ordered(items: list, ctx: Context, what: str) -> list:
 # QD1/QD32 probe pairs (the premise of section 2.3): 4 KiB random O_DIRECT reads per pair on the disk (our
 # reader) and on an emulated device (fuse_ssd.measure_qd: the emulated QD32 check reads qd_reads, QD1 a quarter)
 DISK_PROBE_READS = (500, 2000)   # QD1, QD32: ~0.1 s a pair on this VM's disk (QD1 ~15k, QD32 ~50k IOPS)
-# pairs at the start and before each native configuration, in each process of the step: 6 (60 in a 2-process
-# tiny step), up from 2 (20 pairs in all read 2.54x [2.00, 3.26], 2.71x [2.43, 3.14] and 3.56x
-# [3.20, 4.06] on three quiet tiny runs against the 4x bar); ~0.1 s a pair, the 40 more cost ~4 s of the step
-DISK_PROBE_PAIRS = 6
-# pairs before and again after an emulated device's configuration, in each process of the step: 16 (64 in a
-# 2-process step), up from 4 (16 pairs in all read 3.51x [3.13, 3.90], 3.19x [2.98, 4.05] and 3.60x
-# [3.30, 4.19] on three quiet tiny runs, intervals as wide as their distance to the 4x bar). A pair takes
-# ~0.08-0.09 s on the tiny 100 us device: the 48 more pairs cost ~4-4.5 s of the step. 24 (96 in a 2-process
-# step) since: 64 pairs read 3.97x [3.74, 4.09], 3.93x [3.77, 4.16] and 3.77x [3.56, 3.95] on three quiet
-# runs of c21e732; the 32 more pairs cost ~2.7 s.
-SSD_PROBE_PAIRS = 24
+# pairs at the start and before each native configuration, in each process of the step: 4 (48 in a 3-process
+# tiny step with its two budgets and the cached run; 6 in each of 2 processes gave 60); ~0.1 s a pair
+DISK_PROBE_PAIRS = 4
+# pairs before and again after an emulated device's configuration, in each process of the step: 8 (48 in a
+# 3-process step; 24 in each of 2 processes gave 96); ~0.15 s a pair on the calibrated 200 us device
+SSD_PROBE_PAIRS = 8
 
 
 def _pair_seed(ctx: Context, what: str, j: int) -> int:
@@ -274,7 +274,7 @@ def spawn_worker(ctx: Context, label, budget, kinds, mech, blkio_iops: int | Non
 def decided(rows: pd.DataFrame, params: Params) -> bool:
     """Stage 1 of the two-stage design (:mod:`bench.core.measuring.sequential`), where the profile asks for one
     (``e2e_second_stage``): are the rows judged over fresh worker processes (the prefetch target on each
-    device, the memory saved; :func:`bench.espn.claims.worker_rows`) already decided by their intervals at
+    device; :func:`bench.espn.claims.worker_rows`) already decided by their intervals at
     the design's level (the rows carry ``stage``)? When not, a second stage of as many fresh processes runs."""
     if not params.e2e_second_stage:
         return True

@@ -19,14 +19,15 @@ from . import inputs
 METHOD = ("4 KiB random reads, O_DIRECT, on the embedding table: our thread-pool preadv reader (wall clock "
           "over n reads, after a warm-up batch) and fio (psync at QD 1, io_uring at higher QD, time based) "
           "in the same job; our reader with both engines (thread pool of preadv; Linux native AIO) "
-          "interleaved.")
+          "interleaved. The repeats are split over the step's fresh processes (column process; offsets "
+          "seeded per process), so equation 4's intervals resample processes first.")
 
 
-def _reader_rows(table, qd, params: Params, seed) -> list[dict]:
+def _reader_rows(table, qd, params: Params, seed, repeats: int) -> list[dict]:
     n = params.iops_reads if qd > 1 else max(1000, params.iops_reads // 8)
     engines = ["threadpool"] + (["aio"] if qd > 1 and aio.available() else [])
     rows = []
-    for rep in range(params.repeats):
+    for rep in range(repeats):
         for eng in engines:  # interleaved, so both see the same machine load
             dt, v = backends.random_read_iops(table, n, qd, seed + rep, engine=eng)
             rows.append({"tool": "espn-reader", "engine": eng, "qd": qd, "repeat": rep, "iops": v,
@@ -44,14 +45,14 @@ def _fio_once(fio, table, engine, qd, runtime, seed) -> tuple[str, subprocess.Co
     return engine, pr
 
 
-def _fio_rows(table, qd, params: Params, seed) -> list[dict]:
+def _fio_rows(table, qd, params: Params, seed, repeats: int) -> list[dict]:
     fio = shutil.which("fio")
     engine = "psync" if qd == 1 else "io_uring"
     blank = {"tool": "fio", "qd": qd, "iops": np.nan, "seconds": np.nan, "source": "not_run"}
     if fio is None:
         return [{**blank, "engine": engine, "repeat": 0, "status": "not_run", "reason": "fio not installed"}]
     rows = []
-    for rep in range(params.repeats):
+    for rep in range(repeats):
         engine, pr = _fio_once(fio, table, engine, qd, params.fio_runtime_s, seed + rep)
         try:
             job = json.loads(pr.stdout)["jobs"][0]["read"]
@@ -63,7 +64,7 @@ def _fio_rows(table, qd, params: Params, seed) -> list[dict]:
     return rows
 
 
-@step("iops", needs=("build",), per="first",
+@step("iops", needs=("build",), per="first", processes=True,
       keys=("datasets", "block_mode", "k", "nprobe", "prefetch_steps", "prefetch_step", "prefetch_delta",
             "rerank_counts", "partial_rerank", "repeats", "batch_sizes", "io_depth", "iops_depths", "iops_reads",
             "fio_runtime_s", "device", "maxsim_threads", "io_engine", "prefetch_engine"))
@@ -74,9 +75,10 @@ def iops(ctx: Context) -> Result:
     b = inputs.load_build(ctx.input("build"))
     backends.evict_page_cache(b.table)
     rows = []
+    seed, reps = ctx.seed + 1000 * ctx.process, ctx.share(ctx.params.repeats)   # offsets of this process's own
     for qd in ctx.params.iops_depths:
-        rows += _reader_rows(b.table, qd, ctx.params, ctx.seed)
-        rows += _fio_rows(b.table, qd, ctx.params, ctx.seed)
+        rows += _reader_rows(b.table, qd, ctx.params, seed, reps)
+        rows += _fio_rows(b.table, qd, ctx.params, seed, reps)
     df = pd.DataFrame(rows)
     ok = df[df.status == "ok"]
     summ = records.summarize_runs(ok, ["tool", "qd"], "iops") if len(ok) else None

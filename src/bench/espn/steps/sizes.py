@@ -19,8 +19,8 @@ from ..system import layout
 from . import inputs
 
 METHOD = ("Sizes of the build's files on disk (os.stat), deterministic, nothing timed: the embedding table "
-          f"(ESPN-v1 records, CLS {layout.CLS_DIM} x fp16 = {layout.CLS_BYTES} B per record, BOW "
-          f"{layout.BOW_DIM} x fp16 = {layout.TOK_BYTES} B per stored token vector, zero padding to a 4/8 KiB "
+          "(ESPN-v1 records, CLS {cls} x fp16 = {cls_b} B per record, BOW {bow} x fp16 = {tok_b} B per stored "
+          "token vector: the paper's widths, section 3.1; zero padding to a 4/8 KiB "
           "record) split by its offsets table into CLS, BOW and padding bytes; the ANN index file; the "
           "offsets table file. Per scope: 'collection passages' (the dataset's passages, the first n_real "
           "records) and 'all records' (with the synthetic filler). The paper's Table 3 (CLS/BOW, 16-bit, "
@@ -74,7 +74,7 @@ def measured_rows(build_dir, ann_kind: str = "") -> tuple[list[dict], dict]:
     for scope, n in (("collection passages", n_real), ("all records", n_docs)):
         tok = int(off.n_tokens[:n].sum(dtype=np.int64))
         rec = int(off.io_size[:n].sum(dtype=np.int64))
-        cls, bow = n * layout.CLS_BYTES, tok * layout.TOK_BYTES
+        cls, bow = n * layout.cls_bytes(), tok * layout.tok_bytes()
         parts = {"cls": cls, "bow": bow, "padding": rec - cls - bow, "table_file": rec}
         if n == n_docs:  # the index and the offsets cover every record: not split by scope
             parts.update(ann_index=os.path.getsize(b["ann"]), offsets=os.path.getsize(layout.offsets_path(b["table"])))
@@ -84,18 +84,7 @@ def measured_rows(build_dir, ann_kind: str = "") -> tuple[list[dict], dict]:
     return rows, meta
 
 
-def paper_rows() -> list[dict]:
-    """The paper's Table 3 (CLS, BOW) and section 5.1 (ANN index) sizes, GB as printed (1e9 B)."""
-    rows = []
-    for coll, (n, tok, nq, cls_gb, bow_gb, ann_gb, ann_kind) in PV.TABLE3.items():
-        for part, gb, where in (("cls", cls_gb, PV.TABLE3_WHERE), ("bow", bow_gb, PV.TABLE3_WHERE),
-                                ("ann_index", ann_gb, f"{PV.ANN_WHERE}: faiss {ann_kind}")):
-            rows.append(_row("paper", coll, part, gb * 1e9, n, tok, nq, source="paper", where_in_paper=where,
-                             index=f"faiss {ann_kind}" if part == "ann_index" else ""))
-    return rows
-
-
-@step("sizes", needs=("build",), per="first",
+@step("sizes", needs=("build",), per="first", timed=False,
       keys=("datasets", "block_mode", "index", "k", "nprobe", "prefetch_steps", "prefetch_step", "prefetch_delta",
             "rerank_counts", "partial_rerank", "bow_weight", "cgroup_headroom_mib", "cgroup_headroom_io_mib",
             "backends", "e2e_queries", "repeats", "warmup", "batch_sizes", "io_depth", "device", "maxsim_threads",
@@ -104,8 +93,10 @@ def sizes(ctx: Context) -> Result:
     """The ``sizes`` step: the build (its folder, named by its meta.json)."""
     inputs.dataset_name(ctx.params)
     rows, meta = measured_rows(ctx.input("build"), ctx.params.index.kind)
-    df = pd.DataFrame(rows + paper_rows())
+    df = pd.DataFrame(rows + PV.size_rows())
     summ = df.pivot_table(index=["source", "scope", "collection"], columns="part", values="bytes").reset_index()
     prov = {"build": {k: v for k, v in meta.items() if k != "doc_ids"}}
-    return Result(records=df, summary=summ, method=METHOD, provenance=prov,
+    method = METHOD.format(cls=layout.cls_dim(), cls_b=layout.cls_bytes(), bow=layout.bow_dim(),
+                           tok_b=layout.tok_bytes())
+    return Result(records=df, summary=summ, method=method, provenance=prov,
                   dataset_id=meta.get("dataset"), dataset_checksum=meta.get("dataset_checksum"))

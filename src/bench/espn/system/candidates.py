@@ -99,6 +99,14 @@ def staged(index, q: np.ndarray, nprobe: int, delta: int, k: int):
     return (Da, Ia), merge(Da, Ia, Db, Ib, k)
 
 
+def scanned(index, q: np.ndarray, nprobe: int) -> np.ndarray:
+    """Per query: the records in the ``nprobe`` lists the search visits (the candidates the top K is
+    chosen from): exact given the index."""
+    _, Iq = coarse(index, q, nprobe)
+    sizes = np.array([index.invlists.list_size(int(lst)) for lst in range(index.nlist)], dtype=np.int64)
+    return np.where(Iq >= 0, sizes[np.maximum(Iq, 0)], 0).sum(axis=1)
+
+
 def hit_rate(approx_ids: np.ndarray, final_ids: np.ndarray) -> np.ndarray:
     """Per query: the fraction of the final candidates (ids >= 0) that the prefetcher had read."""
     out = np.empty(len(final_ids))

@@ -28,7 +28,8 @@ import numpy as np
 
 from ...core.base.atomic import write_text
 from ...core.base.errors import BenchError, DataFormatError
-from .layout import BOW_DIM, CLS_DIM
+from ...core.judging import fidelity
+from .layout import bow_dim, cls_dim
 
 
 class EmptyPassageError(DataFormatError):
@@ -77,8 +78,8 @@ class HashEncoder:
         if v is None:
             h = int.from_bytes(hashlib.blake2b(f"{self.seed}:{w}".encode(), digest_size=8).digest(), "little")
             r = np.random.default_rng(h)
-            v = (_unit(r.standard_normal(CLS_DIM)).astype(np.float32),
-                 _unit(r.standard_normal(BOW_DIM)).astype(np.float32))
+            v = (_unit(r.standard_normal(cls_dim())).astype(np.float32),
+                 _unit(r.standard_normal(bow_dim())).astype(np.float32))
             self._cache[w] = v
         return v
 
@@ -93,9 +94,9 @@ class HashEncoder:
 
     def _encode(self, text: str, query: bool, rng: np.random.Generator | None):
         ws = words(text)
-        cls = np.zeros(CLS_DIM, np.float32)
+        cls = np.zeros(cls_dim(), np.float32)
         if not ws:
-            return cls, np.zeros((0, BOW_DIM), np.float32)
+            return cls, np.zeros((0, bow_dim()), np.float32)
         uniq = list(dict.fromkeys(ws))
         dflt = self._default_idf()
         for w in ws:
@@ -109,7 +110,7 @@ class HashEncoder:
     def encode_docs(self, docs: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
         rng = np.random.default_rng(self.seed + 1)
         out = [self._encode(d, False, rng) for d in docs]
-        return np.stack([c for c, _ in out]) if out else np.zeros((0, CLS_DIM), np.float32), [b for _, b in out]
+        return np.stack([c for c, _ in out]) if out else np.zeros((0, cls_dim()), np.float32), [b for _, b in out]
 
     def encode_queries(self, queries: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
         out = [self._encode(q, True, None) for q in queries]
@@ -187,7 +188,7 @@ class MiniLMEncoder:
             pooled.append(p)
             toks.append(t)
         self.proj = {}
-        for key, x, d in (("cls", np.stack(pooled), CLS_DIM), ("bow", np.concatenate(toks), BOW_DIM)):
+        for key, x, d in (("cls", np.stack(pooled), cls_dim()), ("bow", np.concatenate(toks), bow_dim())):
             mu = x.mean(0)
             _, _, vt = np.linalg.svd(x - mu, full_matrices=False)
             self.proj[f"{key}_mean"], self.proj[f"{key}_w"] = mu.astype(np.float32), vt[:d].T.astype(np.float32)
@@ -195,8 +196,8 @@ class MiniLMEncoder:
 
     def _project(self, pooled, toks):
         p = self.proj
-        cls = _unit((pooled - p["cls_mean"]) @ p["cls_w"]) if np.any(pooled) else np.zeros(CLS_DIM, np.float32)
-        bow = _unit((toks - p["bow_mean"]) @ p["bow_w"]) if toks.shape[0] else np.zeros((0, BOW_DIM), np.float32)
+        cls = _unit((pooled - p["cls_mean"]) @ p["cls_w"]) if np.any(pooled) else np.zeros(cls_dim(), np.float32)
+        bow = _unit((toks - p["bow_mean"]) @ p["bow_w"]) if toks.shape[0] else np.zeros((0, bow_dim()), np.float32)
         return cls.astype(np.float32), bow.astype(np.float32)
 
     def encode_docs(self, docs):
@@ -249,26 +250,34 @@ def load_encoder(name: str, path: str | Path):
     raise EncoderUnavailable(f"cannot load encoder {name!r}")
 
 
-def token_counts(n: int, rng: np.random.Generator, mean_tokens: float = 68.0, sigma: float = 0.45,
+MEAN_TOKENS = fidelity.PaperInput(
+    "tokens per passage (synthetic filler)", 68.0, "Table 3: MS MARCO v1, 597.9M tokens over 8.8M passages",
+    "tokens")
+PAPER_INPUTS = (MEAN_TOKENS,)
+
+
+def token_counts(n: int, rng: np.random.Generator, mean_tokens: float | None = None, sigma: float = 0.45,
                  lo: int = 2, hi: int = 160) -> np.ndarray:
-    """ColBERTer-like BOW counts: log-normal with the given mean (Table 3: 68 per MS MARCO passage),
-    spread so records range from about 2 KiB to 10 KiB (section 7)."""
+    """ColBERTer-like BOW counts: log-normal with the given mean (default the paper's, :data:`MEAN_TOKENS`:
+    Table 3's 68 per MS MARCO passage, read at call time), spread so records range from about 2 KiB to
+    10 KiB (section 7)."""
+    mean_tokens = fidelity.value(MEAN_TOKENS) if mean_tokens is None else mean_tokens
     mu = math.log(mean_tokens) - sigma ** 2 / 2
     return np.clip(np.rint(rng.lognormal(mu, sigma, size=n)), lo, hi).astype(np.int32)
 
 
 def synthetic_filler(n: int, seed: int, cls_like: np.ndarray | None = None,
-                     mean_tokens: float = 68.0, spread: float = 0.5) -> tuple[np.ndarray, list[np.ndarray]]:
+                     mean_tokens: float | None = None, spread: float = 0.5) -> tuple[np.ndarray, list[np.ndarray]]:
     """``n`` synthetic multi-vector records. CLS vectors are perturbed copies of ``cls_like`` rows
     (so fillers cluster and compete as ANN candidates like real passages), BOW vectors random unit
     vectors (so they never out-score a real lexical match in MaxSim)."""
     rng = np.random.default_rng(seed)
     if cls_like is not None and len(cls_like):
         a = cls_like[rng.integers(0, len(cls_like), n)]
-        cls = _unit(a + spread * rng.standard_normal((n, CLS_DIM)).astype(np.float32) / math.sqrt(CLS_DIM))
+        cls = _unit(a + spread * rng.standard_normal((n, cls_dim())).astype(np.float32) / math.sqrt(cls_dim()))
     else:
-        cls = _unit(rng.standard_normal((n, CLS_DIM)).astype(np.float32))
+        cls = _unit(rng.standard_normal((n, cls_dim())).astype(np.float32))
     counts = token_counts(n, rng, mean_tokens)
-    flat = _unit(rng.standard_normal((int(counts.sum()), BOW_DIM)).astype(np.float32)).astype(np.float16)
+    flat = _unit(rng.standard_normal((int(counts.sum()), bow_dim())).astype(np.float32)).astype(np.float16)
     bows = np.split(flat, np.cumsum(counts)[:-1])
     return cls.astype(np.float32), bows

@@ -5,6 +5,13 @@ vectors (32-d fp16, 64 B each), zero-padded to a 4 KiB or 8 KiB block, so a pass
 aligned I/O. 60 BOW vectors fit in 4 KiB and 124 in 8 KiB; longer passages are truncated (and counted).
 The offsets table ``{offset, io_size, n_tokens}`` per passage lives in memory (an ``.npz`` beside the
 table); :func:`validate` checks it against the table file before anything is measured.
+
+The vector widths are the paper's (section 3.1 and Table 3: ColBERTer's 128-d CLS and 32-d BOW vectors,
+16-bit), declared in :data:`PAPER_INPUTS` and read through :func:`bench.core.judging.fidelity.value` at
+call time (:func:`cls_dim`, :func:`bow_dim`, :func:`cls_bytes`, :func:`tok_bytes`), so every size that
+follows from them (a record's bytes, its 4/8 KiB block, the table, Table 3's CLS and BOW parts) moves
+with them in the sensitivity test. The table stores fp16, so the writer and the decoder refuse a width
+in bytes other than 2.
 """
 from __future__ import annotations
 
@@ -18,6 +25,7 @@ import numpy as np
 
 from ...core.base.atomic import atomic_path
 from ...core.base.errors import DataFormatError
+from ...core.judging import fidelity
 
 
 class LayoutError(DataFormatError):
@@ -25,23 +33,63 @@ class LayoutError(DataFormatError):
 
 MAGIC = "ESPN-v1"
 BLOCK = 4096
-CLS_DIM = 128
-BOW_DIM = 32
-CLS_BYTES = CLS_DIM * 2
-TOK_BYTES = BOW_DIM * 2
 MAX_IO = 2 * BLOCK
 BLOCK_SIZES = (4096, 8192)
+
+CLS_WIDTH = fidelity.PaperInput(
+    "CLS vector width", 128, "section 3.1: 'The CLS embeddings use 128 dimensional vectors per passage'",
+    "dimensions")
+BOW_WIDTH = fidelity.PaperInput(
+    "BOW vector width", 32, "section 3.1: 'BOW embeddings use 32 dimensional vectors per token as in the "
+    "original paper'", "dimensions")
+VECTOR_BYTES = fidelity.PaperInput(
+    "bytes per vector dimension", 2, "section 3.1, Table 3: 'uncompressed and unquantized 16-bit vectors'", "B")
+PAPER_INPUTS = (CLS_WIDTH, BOW_WIDTH, VECTOR_BYTES)
+
+
+def cls_dim() -> int:
+    """The CLS vector's width (the paper's 128, :data:`CLS_WIDTH`)."""
+    return int(round(fidelity.value(CLS_WIDTH)))
+
+
+def bow_dim() -> int:
+    """A BOW vector's width (the paper's 32, :data:`BOW_WIDTH`)."""
+    return int(round(fidelity.value(BOW_WIDTH)))
+
+
+def cls_bytes() -> int:
+    """Bytes of a record's CLS vector (128 x 2 B = 256 B with the paper's widths)."""
+    return int(round(cls_dim() * fidelity.value(VECTOR_BYTES)))
+
+
+def tok_bytes() -> int:
+    """Bytes of one stored BOW vector (32 x 2 B = 64 B with the paper's widths)."""
+    return int(round(bow_dim() * fidelity.value(VECTOR_BYTES)))
+
+
+def _fp16() -> None:
+    """The table stores fp16 (2 B a dimension): the writer and the decoder refuse another width in bytes."""
+    if fidelity.value(VECTOR_BYTES) != np.dtype(np.float16).itemsize:
+        raise LayoutError(f"the ESPN-v1 table stores fp16; {VECTOR_BYTES.name} is {fidelity.value(VECTOR_BYTES)}")
 
 
 def capacity(io_size: int) -> int:
     """BOW vectors that fit in a record of ``io_size`` bytes."""
-    return (io_size - CLS_BYTES) // TOK_BYTES
+    return (io_size - cls_bytes()) // tok_bytes()
 
 
 def io_size_for(n_tokens: int, block_mode: str = "4k8k") -> int:
     if block_mode == "8k":
         return 8192
-    return 4096 if CLS_BYTES + n_tokens * TOK_BYTES <= 4096 else 8192
+    return 4096 if cls_bytes() + n_tokens * tok_bytes() <= 4096 else 8192
+
+
+def io_sizes_for(n_tokens: np.ndarray, block_mode: str = "4k8k") -> np.ndarray:
+    """:func:`io_size_for` of many records at once."""
+    n = np.asarray(n_tokens, dtype=np.int64)
+    if block_mode == "8k":
+        return np.full(n.shape, 8192, np.int64)
+    return np.where(cls_bytes() + n * tok_bytes() <= 4096, 4096, 8192)
 
 
 @dataclass
@@ -89,9 +137,11 @@ class TableWriter:
 
     def add(self, cls: np.ndarray, bows: Sequence[np.ndarray]) -> None:
         """Append records: ``cls`` [n, 128], ``bows`` n arrays [t_i, 32] (t_i may be 0: an empty passage)."""
+        _fp16()
         cls = np.asarray(cls, dtype=np.float16)
-        if cls.ndim != 2 or cls.shape[1] != CLS_DIM or cls.shape[0] != len(bows):
-            raise LayoutError(f"cls must be [n, {CLS_DIM}] with one BOW matrix per row, got {cls.shape} "
+        cb, tb, bd = cls_bytes(), tok_bytes(), bow_dim()
+        if cls.ndim != 2 or cls.shape[1] != cls_dim() or cls.shape[0] != len(bows):
+            raise LayoutError(f"cls must be [n, {cls_dim()}] with one BOW matrix per row, got {cls.shape} "
                               f"and {len(bows)} BOW matrices")
         n = cls.shape[0]
         nt = np.empty(n, np.int32)
@@ -106,12 +156,12 @@ class TableWriter:
         starts = np.concatenate([[0], np.cumsum(io[:-1], dtype=np.int64)]) if n else np.zeros(0, np.int64)
         for i, b in enumerate(bows):
             s = int(starts[i])
-            buf[s:s + CLS_BYTES] = cls[i].view(np.uint8)
+            buf[s:s + cb] = cls[i].view(np.uint8)
             if nt[i]:
                 bb = np.ascontiguousarray(np.asarray(b, dtype=np.float16)[: nt[i]])
-                if bb.shape[1] != BOW_DIM:
-                    raise LayoutError(f"BOW vectors must be {BOW_DIM}-d, got {bb.shape[1]}")
-                buf[s + CLS_BYTES:s + CLS_BYTES + nt[i] * TOK_BYTES] = bb.reshape(-1).view(np.uint8)
+                if bb.shape[1] != bd:
+                    raise LayoutError(f"BOW vectors must be {bd}-d, got {bb.shape[1]}")
+                buf[s + cb:s + cb + nt[i] * tb] = bb.reshape(-1).view(np.uint8)
         self._fh.write(buf.tobytes())
         self._off.append(starts + self._pos)
         self._io.append(io)
@@ -191,7 +241,7 @@ def validate(table: str | os.PathLike, off: Offsets) -> None:
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise LayoutError(f"{table}: io_size of passage {i} is {off.io_size[i]}, not one of {BLOCK_SIZES}")
-    over = (off.n_tokens < 0) | (CLS_BYTES + off.n_tokens.astype(np.int64) * TOK_BYTES > off.io_size)
+    over = (off.n_tokens < 0) | (cls_bytes() + off.n_tokens.astype(np.int64) * tok_bytes() > off.io_size)
     if over.any():
         i = int(np.flatnonzero(over)[0])
         raise LayoutError(f"{table}: passage {i} claims {off.n_tokens[i]} BOW vectors, more than its "
@@ -208,14 +258,16 @@ def decode(blocks: np.ndarray, n_tokens: np.ndarray, io_size: np.ndarray | None 
            max_tokens: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Records as read (``blocks`` [n, >=io] uint8, one row per record) -> CLS [n,128] fp16,
     BOW [n, T, 32] fp16 zero-padded, lengths [n]."""
+    _fp16()
     n = blocks.shape[0]
     nt = np.asarray(n_tokens, dtype=np.int64)
     t = int(nt.max()) if n else 0
     if max_tokens is not None:
         t = min(t, max_tokens)
-    cls = np.ascontiguousarray(blocks[:, :CLS_BYTES]).view(np.float16).reshape(n, CLS_DIM)
-    bow = np.ascontiguousarray(blocks[:, CLS_BYTES:CLS_BYTES + t * TOK_BYTES]).view(np.float16)
-    bow = bow.reshape(n, t, BOW_DIM)
+    cb, tb = cls_bytes(), tok_bytes()
+    cls = np.ascontiguousarray(blocks[:, :cb]).view(np.float16).reshape(n, cls_dim())
+    bow = np.ascontiguousarray(blocks[:, cb:cb + t * tb]).view(np.float16)
+    bow = bow.reshape(n, t, bow_dim())
     lengths = np.minimum(nt, t).astype(np.int32)
     # Records are zero-padded up to their io_size; bytes past io_size in a row are not the record's.
     cap4 = capacity(BLOCK)
