@@ -39,8 +39,15 @@ run: venv
 	mkdir -p reports/$(PROFILE)
 	$(VENV)/bin/snakemake --cores $(CORES) --configfile experiments/$(PROFILE).yaml --report reports/$(PROFILE)/report.html
 
+# Two passes (tests/conftest.py): the tests that measure nothing on TEST_WORKERS workers, then the serial ones
+# (a live service, a load generator, the quiet-machine checks, a deadline) with nothing beside them. Both
+# passes run; the target fails if either did.
+TEST_WORKERS ?= 2
 test: venv
-	$(VENV)/bin/python -m pytest -q
+	rc=0; \
+	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) -m "not serial" || rc=$$?; \
+	$(VENV)/bin/python -m pytest -q -m serial || rc=$$?; \
+	exit $$rc
 
 # One study's rules only, then its rows in the ledger and report joined over what exists
 # (results/$(PROFILE)/partial/claims.md, reports/$(PROFILE)/partial/index.html): make study STUDY=ivf_recall

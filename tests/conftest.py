@@ -9,7 +9,13 @@ back on.
 other studies' folders (``tests/<other>/``) are deselected, and every check that is not about one study (the
 profiles, the generated rules, the orders, core naming no study) still runs. So
 ``pytest tests/test_contract.py tests/NAME --study NAME`` is the contract for a new study, profile-wide
-checks included."""
+checks included.
+
+``make test`` runs the suite in two passes: the tests that measure nothing on two workers (pytest-xdist), then
+the ``serial`` ones alone (``pytest -m serial``). A test is serial when a second job beside it would change
+what it checks: a live service timed from its intended send times, a load generator, the quiet-machine
+checks, memory or CPU sampling against a deadline, a rendezvous or a cgroup with a timeout. The ``network``
+marker, the ``quiet_checks`` fixture and the files in ``SERIAL`` make a test serial (``serial_reason``)."""
 from __future__ import annotations
 
 import os
@@ -24,6 +30,36 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("BENCH_STRICT_FIGURES", "1")  # a legend covering data fails a figure test
 os.environ.setdefault("BENCH_QUIET", "off")   # no quiet-machine waits or reruns: tests measure nothing
+
+
+# files whose tests time something live, sample the machine against a deadline, or wait on a timeout
+SERIAL = {
+    "tests/serving": "load generators timed against a live service",
+    "tests/windve/test_service.py": "a live service's admission and dispatch times",
+    "tests/windve/test_openloop.py": "open-loop latency from the intended send times",
+    "tests/windve/test_process.py": "a service process started and stopped against a timeout",
+    "tests/windve/test_clients.py": "clients against a live service",
+    "tests/windve/test_tei_routes.py": "a live service's routes",
+    "tests/loaders/test_train.py": "training runs watched for hangs against a timeout",
+    "tests/loaders/test_torchrun.py": "a two-node rendezvous against a timeout",
+    "tests/loaders/test_footprint.py": "memory sampled against a deadline",
+    "tests/core/test_cgroups.py": "cgroup statistics read against a deadline",
+    "tests/core/test_sequential.py": "quiet-machine checks",
+    "tests/core/test_measure.py": "repeats timed and watched for other work",
+    "tests/core/test_processes.py": "fresh processes timed per step",
+    "tests/espn/test_slow_devices.py": "an emulated device's added latency",
+    "tests/chameleon/test_nodes.py": "memory nodes answering over sockets",
+}
+
+
+def serial_reason(item) -> str | None:
+    """Why ``item`` must run with nothing beside it, or None when it measures nothing."""
+    if item.get_closest_marker("network") is not None:
+        return "talks to a live local server"
+    if "quiet_checks" in getattr(item, "fixturenames", ()):
+        return "quiet-machine checks read the machine's load"
+    rel = Path(str(item.path)).resolve().relative_to(REPO).as_posix() if REPO in Path(str(item.path)).resolve().parents else ""
+    return next((why for prefix, why in SERIAL.items() if rel == prefix or rel.startswith(prefix + "/")), None)
 
 
 def pytest_addoption(parser):
@@ -53,6 +89,9 @@ def pytest_collection_modifyitems(config, items):
     study = config.getoption("--study")
     if study:
         _select_study(config, items, study)
+    for item in items:
+        if serial_reason(item) is not None:
+            item.add_marker(pytest.mark.serial)
     from bench.core.machine import devices
 
     if devices.cuda_available():

@@ -200,6 +200,20 @@ def test_parallel_premise_gates_the_native_rows():
     assert "fails" in rows["speedup-vs-mmap"].premise
 
 
+def test_a_parallel_virtual_disk_is_not_an_nvme_ssd():
+    """A virtio disk that serves 32 reads at once (from the host's cache, perhaps) holds the parallel premise
+    but is no NVMe SSD: every native row needing one reads needs hardware, however its interval reads."""
+    data = frames()
+    e = data["e2e"]
+    native = e.ssd == "native"
+    e.loc[native, ["disk_name", "disk_model", "disk_driver"]] = ["vda", "no model reported (virtio_blk)", "virtio_blk"]
+    e.loc[native, "disk_rotational"] = True
+    rows = build(data)
+    for cid in ("speedup-vs-mmap", "target-prefetch-not-slower-than-direct", "target-within-1.2x-cached"):
+        assert rows[cid].verdict == core_claims.NEEDS_HARDWARE and rows[cid].ran_on == "", (cid, rows[cid].reason)
+    assert "holds" in rows["speedup-vs-mmap"].premise
+
+
 def test_an_undecided_parallel_premise_leaves_the_row_inconclusive():
     rows = build(with_probes(frames(), "native", 20000.0, 40000.0, spread=0.3))   # straddles 2x
     assert rows["speedup-vs-mmap"].verdict in (core_claims.INCONCLUSIVE, core_claims.NEEDS_HARDWARE)

@@ -29,10 +29,22 @@ class Evidence:
     shrunk: str = ""   # what the profile shrank so that its fresh processes fit (:data:`SHRUNK`)
 
     def ran_on(self, rows: pd.DataFrame) -> frozenset[str]:
-        """Where ``rows`` ran: a native measured row on the disk, an SSD that serves many reads at once unless
-        the disk's premise fails (undecided, it is one of the row's premises, so the row is inconclusive); an
-        emulated or modelled row on no real hardware of its kind."""
-        return fidelity.ran_on(rows, SSD if self.disk.holds is not False else ())
+        """Where ``rows`` ran: a native measured row on an SSD that serves many reads at once when the disk is
+        an NVMe SSD by what the OS reports (:func:`nvme`) and the disk's premise does not fail (undecided, it
+        is one of the row's premises, so the row is inconclusive). Parallelism alone does not make a device an
+        SSD: a virtual disk can serve 32 reads at once from the host's cache. An emulated or modelled row ran
+        on no real hardware of its kind."""
+        return fidelity.ran_on(rows, SSD if self.disk.holds is not False and nvme(rows) else ())
+
+
+def nvme(rows: pd.DataFrame) -> bool:
+    """Whether every row's disk is an NVMe SSD by what the OS reports: an ``nvme`` device or driver, not
+    rotational. A virtio, SCSI or unrecorded disk is not (the paper's is a Samsung PM983 on PCIe 3.0)."""
+    if "disk_name" not in rows or rows["disk_name"].isna().any():
+        return False
+    words = rows["disk_name"].astype(str) + " " + rows.get("disk_driver", pd.Series("", index=rows.index)).astype(str)
+    rotational = rows["disk_rotational"].fillna(True).astype(bool) if "disk_rotational" in rows else True
+    return bool((words.str.lower().str.contains("nvme") & ~rotational).all())
 
 
 def scale(prov: dict) -> str:

@@ -85,8 +85,8 @@ def _e2e_native(rng, params: Params) -> list[dict]:
                              "crit_read_s": t / 2, "rerank_s": t / 2 - 2e-3, "status": "ok", "reason": "",
                              "source": "measured", "ssd": "native", "budget_bound": bound,
                              "failcnt_pass": 20000.0 if bound else 0.0, "reclaim_pass": 0.0, "device": "cpu",
-                             "disk_name": "vda", "disk_model": "no model reported (virtio_blk)",
-                             "disk_rotational": True, "disk_queue_depth": 256, "disk_qd1_iops": 15000.0,
+                             "disk_name": "nvme0n1", "disk_model": "synthetic NVMe SSD", "disk_driver": "nvme",
+                             "disk_rotational": False, "disk_queue_depth": 256, "disk_qd1_iops": 15000.0,
                              "disk_qd32_iops": 50000.0, "threads": f"threads of {k}"})
     return rows
 

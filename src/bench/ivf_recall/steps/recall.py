@@ -22,7 +22,8 @@ from ..params import Params, for_dataset
 METHOD = (
     "wall-clock (time.perf_counter) around index.search of the whole query set in one batch; "
     "{warmup} warm-up run(s) per nprobe recorded as phase=warmup and excluded from summaries; "
-    "{repeats} measured runs per nprobe; threads set explicitly ({threads}) for faiss/torch/BLAS; "
+    "{repeats} measured runs per nprobe, split over the profile's fresh processes (each loads the index and "
+    "warms up itself, so the queries/s interval resamples processes); threads set explicitly ({threads}) for faiss/torch/BLAS; "
     "k-recall@k = |top-k found ∩ exact top-k| / k (faiss.contrib.evaluation.knn_intersection_measure) "
     "against the dataset's ground truth (recomputed exactly for crops); index and data in RAM (warm)."
 )
@@ -51,7 +52,7 @@ def _summary(df: pd.DataFrame) -> pd.DataFrame:
 
 
 @step("recall", needs=("manifest", "index"), writes="recall", keys=("index", "nprobe", "k", "repeats", "warmup"),
-      section_for=for_dataset)
+      section_for=for_dataset, processes=True)
 def recall(ctx: Context) -> Result:
     p: Params = ctx.params
     ds = prepared.load_vectors(ctx.input("manifest"))
@@ -62,7 +63,7 @@ def recall(ctx: Context) -> Result:
     rows = []
     for nprobe in p.nprobe:
         ivf.set_nprobe(index, nprobe)
-        t = measure.repeat(lambda: index.search(xq, max(p.k))[1], repeats=p.repeats, warmup=p.warmup,
+        t = measure.repeat(lambda: index.search(xq, max(p.k))[1], repeats=ctx.share(p.repeats), warmup=p.warmup,
                            keep_results=True)
         first = t.results[0]
         if any(not np.array_equal(first, r) for r in t.results[1:]):
@@ -71,6 +72,6 @@ def recall(ctx: Context) -> Result:
         rows += _rows(ds, nprobe, t, recalls, ctx.threads, xq.shape[0])
     df = pd.DataFrame(rows)
     return Result(records=df, summary=_summary(df), dataset_id=f"{ds.name} ({ds.id})", dataset_checksum=ds.checksum,
-                  method=METHOD.format(warmup=p.warmup, repeats=p.repeats, threads=ctx.threads),
+                  method=METHOD.format(warmup=p.warmup, repeats=ctx.shared_total(p.repeats), threads=ctx.threads),
                   provenance={"index": {"path": ctx.input("index"), "nlist": nlist, "ntotal": int(index.ntotal),
                                         "factory": ivf.index_factory_string(nlist, p.index.m, p.index.nbits)}})
