@@ -68,35 +68,61 @@ def test_the_replay_error_is_measured_against_live_points():
 
 
 def test_a_difference_smaller_than_the_replays_error_is_not_judged():
-    """Continuous batching fills 1.06-1.08x static's lanes: reproduced where the replay matches the live engine;
-    with the replay's lane-utilisation ratio off by up to ~20% in the three processes, not judged; with no
-    check point at all (the live check off), no interval."""
+    """Continuous batching fills 1.06-1.08x static's lanes: the stand-in would read reproduced where the
+    replay matches the live engine; with the replay's lane-utilisation ratio off by up to ~20% in the three
+    processes, it would not decide; with no check point at all (the live check off), no interval. The claim
+    needs a GPU (its quantity is HBM throughput and SM utilization), so on the replay it reads needs hardware
+    whatever the stand-in says."""
     df = _load({**BASE, "lane_util": _lane(0.80)}, {**BASE, "lane_util": _lane(0.86, 0.02)})
     exact = _row(batching.lane_rows(df, P, check_pairs()), "claim-continuous-busy")
-    assert exact.verdict == core_claims.REPRODUCED and exact.clusters == 3, exact.reason
+    assert exact.verdict == core_claims.NEEDS_HARDWARE and exact.clusters == 3, exact.reason
+    assert "it would read reproduced" in exact.reason and exact.needs == "gpu" and exact.ran_on == ""
     off = _row(batching.lane_rows(df, P, check_pairs({"continuous": [1.05, 1.15, 1.10]})), "claim-continuous-busy")
-    assert off.verdict == core_claims.INCONCLUSIVE and off.ci_low < 1.0 < exact.ci_low
+    assert off.verdict == core_claims.NEEDS_HARDWARE and off.ci_low < 1.0 < exact.ci_low
+    assert "it would read inconclusive" in off.reason
     assert "lane utilisation, continuous over static against the live engine" in off.reason
     none = _row(batching.lane_rows(df, P, pd.DataFrame()), "claim-continuous-busy")
-    assert none.verdict == core_claims.INCONCLUSIVE and "no check point" in none.reason
+    assert none.verdict == core_claims.NEEDS_HARDWARE and "no check point" in none.reason
+
+
+def test_the_section_3_2_claims_need_a_gpu_and_the_replay_never_judges_them():
+    """F3/F4: the busy claim's quantity is the GPU's HBM throughput and SM utilization, the smoothing claim's
+    mechanism CUDA Graph amortising the driver's launch overhead; a CPU replay has neither. Both declare a GPU,
+    so core gives needs hardware on the replay's records (emulated: no hardware ran them); the reason never
+    says the replay judges the claim, and names what would."""
+    jumpy = {**BASE, "lane_util": _lane(0.8), "p50_jitter_s": lambda f, r: 0.003 * (1 + 0.02 * r),
+             "p95_jitter_s": lambda f, r: 0.006 * (1 + 0.02 * r)}
+    rows = batching.lane_rows(_load(jumpy, {**BASE, "lane_util": _lane(0.9, 0.02)}), P, check_pairs())
+    for prefix in ("claim-continuous-busy", "claim-continuous-smooth"):
+        r = _row(rows, prefix)
+        assert r.verdict == core_claims.NEEDS_HARDWARE and r.needs == "gpu", r.reason
+        assert "a CUDA GPU" in r.reason and "drawn beside the claim" in r.reason and "judged on a CUDA GPU" in r.reason
+        assert "replay judges it" not in r.reason and "judges the batching" not in r.reason
+        assert "it would read reproduced" in r.reason
+    assert "HBM throughput and SM utilization" in _row(rows, "claim-continuous-busy").reason
+    assert "CUDA Graph" in _row(rows, "claim-continuous-smooth").reason
+    target = _row(rows, "target-lane-util")   # the harness's own target on the replay is still judged
+    assert target.verdict != core_claims.NEEDS_HARDWARE
 
 
 def test_smoothness_judges_the_jitter_not_the_p95_level():
     """The paper's claim is smoother P50/P95 (less jitter), so a static p95 twice continuous's level with the
-    same jitter is no smoothing (not reproduced); the same levels with static's windows jumping 3x as much
-    reproduce it. Both p50 and p95 are judged (every configuration the claim covers)."""
+    same jitter is no smoothing (the stand-in would read not reproduced); the same levels with static's
+    windows jumping 3x as much would reproduce it. Both p50 and p95 are computed (every configuration the
+    claim covers). The claim needs a GPU, so the replay reads needs hardware either way."""
     level = {**BASE, "lane_util": _lane(0.8), "p95_s": lambda f, r: 0.04, "p95_jitter_s": lambda f, r: 0.002 * (1 + 0.01 * r)}
     flat = _row(batching.lane_rows(_load(level, {**BASE, "lane_util": _lane(0.9), "p95_s": lambda f, r: 0.02,
                                                   "p95_jitter_s": lambda f, r: 0.0024}), P, check_pairs()),
                 "claim-continuous-smooth")
-    assert flat.verdict == core_claims.NOT_REPRODUCED, flat.reason
+    assert flat.verdict == core_claims.NEEDS_HARDWARE and "it would read not reproduced" in flat.reason, flat.reason
     assert "p95 level static / continuous 2.00 (shown, not judged)" in flat.reason
     assert "smoother P50/P95" in flat.definition and "section 3.2" in flat.definition
     jumpy = {**BASE, "lane_util": _lane(0.8), "p50_jitter_s": lambda f, r: 0.003 * (1 + 0.02 * r),
              "p95_jitter_s": lambda f, r: 0.006 * (1 + 0.02 * r)}
     smooth = _row(batching.lane_rows(_load(jumpy, {**BASE, "lane_util": _lane(0.9)}), P, check_pairs()),
                   "claim-continuous-smooth")
-    assert smooth.verdict == core_claims.REPRODUCED and 2.8 < smooth.ours < 3.2, smooth.reason
+    assert smooth.verdict == core_claims.NEEDS_HARDWARE and 2.8 < smooth.ours < 3.2, smooth.reason
+    assert "it would read reproduced" in smooth.reason
     assert "every configuration" in smooth.reason or "all 2 configurations" in smooth.reason
 
 

@@ -121,3 +121,49 @@ def test_every_paper_row_quotes_the_papers_definition_and_its_hardware():
         if not C.is_target(r.claim_id):
             assert "paper, " in r.definition and r.needs is not None, r.claim_id
     assert {r.claim_id: r.needs for r in rows}["dispatch-under-0.1ms"] == ""
+
+
+def test_regression_runs_on_shallow_queues_are_out_of_reach_and_judged_on_deep_ones():
+    """F6: the paper says regression saves runs "particularly for devices capable of handling a large amount of
+    concurrent queries" (Section IV-B; Table III's accelerators: 40-176). On the CPU alone (stress depths
+    about 8) a stress climb is a few runs: the premise fails (an interval over fresh service processes) and the
+    target reads out of reach, never not reproduced; on a measured GPU (depths ~200) it holds and the target
+    is judged. The interval is over the processes, never labelled exact."""
+    rows = {r.claim_id: r for r in _build()}
+    r = rows["target-regression-runs"]
+    assert r.verdict == C.OUT_OF_REACH, r.reason
+    assert "'a device that handles many concurrent queries' fails" in r.premise and "40/80/88/176" in r.premise
+    assert "3 fresh processes" in r.premise and "exact" not in r.interval and r.clusters == 3
+    assert "over fresh service processes" in r.interval and "zero-width" not in r.reason
+    gpu = _gpu()["target-regression-runs"]
+    assert "'a device that handles many concurrent queries' holds" in gpu.premise, gpu.premise
+    assert gpu.verdict == C.REPRODUCED, gpu.reason
+
+
+def test_regression_runs_interval_is_over_processes_whose_stress_climbs_differ():
+    """Stress climbs of 10, 9 and 10 levels against 6 regression levels each: ratios 0.60, 0.67, 0.60, a
+    Student-t interval over the three processes with width (not a zero-width 'exact' ratio of sums)."""
+    import pandas as pd
+
+    from bench.windve.rows import depths as rows_depths
+
+    meas = pd.DataFrame({"process": [0, 0, 1, 1, 2, 2], "runs": [3, 3, 3, 3, 3, 3],
+                         "runs_stress": [8, 2, 7, 2, 8, 2], "stress": [6, 8, 5, 8, 6, 8]})
+    e = rows_depths.runs_ratio(meas)
+    assert e.clusters == 3 and e[0] == pytest.approx((0.6 + 2 / 3 + 0.6) / 3)
+    assert e[1] < 0.6 and e[2] > 2 / 3
+    p = rows_depths.many_queries(meas)
+    assert p.holds is False and p.bar == 40
+
+
+def test_headline_words_state_the_numbers_the_value_is_computed_from():
+    """F9: the throughput and the cost saving are 1 + the median per-process gain and g / (1 + g); the reason
+    names the gain, each process's offload / alone, and says the medians A and C are shown, not the source."""
+    rows = {r.claim_id: r for r in _build()}
+    for cid in ("throughput-1.22x", "cost-saving-18.6"):
+        r = rows[cid]
+        assert "median g" in r.reason and "A + C over A per process" in r.reason, r.reason
+        assert "not what the value is computed from" in r.reason
+    g = float(rows["throughput-1.22x"].reason.split("median g ")[1].split(";")[0])
+    assert rows["throughput-1.22x"].ours == pytest.approx(1 + g, rel=1e-2)   # g printed to 3 digits
+    assert rows["cost-saving-18.6"].ours == pytest.approx(g / (1 + g), rel=1e-2)

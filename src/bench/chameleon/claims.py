@@ -222,7 +222,7 @@ def build(data: dict[str, pd.DataFrame], params: Params, profile: str) -> list[c
                        "CPU-GPU 0.91-1.42x of CPU's speed: little or negative gain (section 6.2), every cell",
                        "0.91-1.42x", (0.91, 1.42), "the hybrid CPU-GPU solution show little or even negative "
                        "improvements compared to the CPU-only solution (0.91~1.42x)", ("gpu",), GPU_JUDGE, scale),
-        *targets.scan_targets(data["scan"]),
+        *targets.scan_targets(data["scan"], scale.premises),
         *targets.model_targets(data["model"], data["queue"]),
         *targets.nodes_targets(data["nodes"]),
     ]

@@ -75,10 +75,14 @@ def search(params: Params) -> pd.DataFrame:
     return _frame(rows, {"llc_bytes": LLC, "config": {"datasets": list(params.datasets)}})
 
 
+SCAN_CODES_PER_LIST = 175   # the tiny profile's (20k vectors over 141 lists, the probed ones a little fuller)
+
+
 def scan(params: Params) -> pd.DataFrame:
     rng = np.random.default_rng(7)
     rows = []
     for ds in params.datasets:
+        m = int(params.pq_m[ds]) if ds in params.pq_m else 16
         for proc in range(PROCESSES):
             for run in range(2):
                 for impl, gbps in (("faiss", 1.1), ("torch", 0.7)):
@@ -86,7 +90,10 @@ def scan(params: Params) -> pd.DataFrame:
                     rows.append({"dataset": ds, "impl": impl, "device": "cpu", "source": "measured", "run": run,
                                  "seconds": 0.01 / g, "gbps_per_core": g, "pair_ratio_torch_over_faiss": 1.1 / 0.7,
                                  "overlap_mean": 1.0, "n_queries": 200, "threads": 1, "phase": "measured",
-                                 "process": proc, "process_uid": f"{ds}-{proc}", "machine_busy": False})
+                                 "process": proc, "process_uid": f"{ds}-{proc}", "machine_busy": False,
+                                 # a tiny index's lists: ~175 codes each, 200 queries x nprobe lists
+                                 "m": m, "nprobe": params.nprobe, "probed_lists": 200 * params.nprobe,
+                                 "bytes": SCAN_CODES_PER_LIST * m * 200 * params.nprobe})
     return _frame(rows, {"config": {"scan": {}}})
 
 

@@ -99,7 +99,8 @@ def scan(ctx: Context) -> Result:
     fa, tt = _alternating(lambda: pqscan.faiss_scan(idx, xq, Iq, Dq, p.k),
                           lambda: pqscan.scan(layout, xq, Iq, p.k, coarse_dist=Dq_t), ctx.share(p.scan.repeats))
     ov = pqscan.overlap(fa.results[0][1], tt.results[0][1].numpy())
-    base = {"dataset": dataset, "threads": nthreads, "n_queries": len(xq), "bytes": nbytes, "m": layout.m}
+    base = {"dataset": dataset, "threads": nthreads, "n_queries": len(xq), "bytes": nbytes, "m": layout.m,
+            "nprobe": p.nprobe, "probed_lists": int((Iq >= 0).sum())}   # (query, list) pairs scanned
     rows = _cpu_rows(fa, tt, ov, base, nbytes, nthreads)
     rows += _cuda_rows(layout, xq, Iq, p.k, Dq_t, ctx.share(p.scan.repeats), fa.results[0][1], base)
     df = pd.DataFrame(rows)
