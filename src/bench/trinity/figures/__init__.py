@@ -32,7 +32,7 @@ DESCRIPTIONS = {
     ),
     "smoothing": (
         "Latency jitter (the spread over a run's windows of each window's p50 and p95), static against "
-        "continuous batching, and the smoothing claim as the ledger judges it."
+        "continuous batching, and the smoothing claim's quantity on the CPU replay (the ledger row needs a GPU: drawn, not judged)."
     ),
     "replay_check": (
         "The replay of traced searches against the live engine serving the same arrivals, in each fresh trace "
@@ -45,7 +45,7 @@ DESCRIPTIONS = {
     ),
     "lanes": (
         "Lane utilisation of the fixed-shape distance operation against load, static against continuous "
-        "batching, and the busy claim as the ledger judges it."
+        "batching, and the busy claim's quantity on the CPU replay (the ledger row needs a GPU: drawn, not judged)."
     ),
     "scheduler": (
         "Stage-aware scheduling: prefill p95 wait, share of prefill retrievals within the deadline, "

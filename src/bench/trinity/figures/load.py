@@ -78,7 +78,8 @@ def latency_load(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
 
 
 def _busy_panel(ax, g: pd.DataFrame, high: float, pairs, col) -> str:
-    """The busy claim's quantity as the ledger judges it: lane utilisation continuous over static, paired
+    """The busy claim's quantity as the ledger row computes it on the replay (the row needs a GPU, so it is
+    drawn, not judged): lane utilisation continuous over static, paired
     seed by seed at the high loads (dots), the median with the interval widened by the replay's error."""
     from ..verdicts import batching
 
@@ -139,7 +140,7 @@ def lanes(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
            "candidates its visited set drops masked rather than compacted into one task array as in the paper; the "
            "CPU engine skips launches whose slots are all free, a CUDA graph runs them all) against offered load, "
            "static against continuous batching; median over seeds, bars min-max. The paper (section 3.2): \""
-           + paper.BUSY.paper + "\". Middle: the busy claim as the ledger judges it, continuous over static seed by "
+           + paper.BUSY.paper + "\". Middle: the busy claim's quantity on the CPU replay (drawn, not judged: the row needs a GPU), continuous over static seed by "
            f"seed at loads >= {high:g} of capacity: {busy}. Right: the same extends' utilisation had the operation "
            "been captured at another size, launched the same way. Requests take "
            f"{df.extends_mean.median():.1f} extends each (median), the same under both policies. Replay of real "

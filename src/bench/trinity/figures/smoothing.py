@@ -1,6 +1,6 @@
 """Latency jitter of static against continuous batching (Trinity section 3.2, "smoother P50/P95"), from the
 load records: how much each window's p50 and p95 move over a run, against load, and the smoothing claim's
-ratio as the ledger judges it (paired seed by seed, widened by the replay's error against the live engine)."""
+ratio as the ledger row computes it on the CPU replay, drawn and not judged (the row needs a GPU) (paired seed by seed, widened by the replay's error against the live engine)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -69,6 +69,6 @@ def smoothing(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
            "p95 latency, and their standard deviation over the run (the jitter; the level of either is not what the "
            "row judges). Left and middle: median over seeds, bars min-max, against load (the two policies drawn a "
            "little apart). Right: the smoothing "
-           f"claim as the ledger judges it, static over continuous seed by seed at its setting: {'; '.join(notes)}. "
+           f"claim's quantity on the CPU replay (drawn, not judged: the row needs a GPU), static over continuous seed by seed at its setting: {'; '.join(notes)}. "
            "Replay of real searches with measured extend times (emulated serving). " + NO_PAPER)
     return plotting.save(fig, out_png, cap)
