@@ -1,8 +1,12 @@
 """Small IVF-PQ indexes for the Chameleon tests (built in a second or two, offline)."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
+
+from ..figcache import figcache  # noqa: F401  (each figure drawn once per session; figure_guard below)
 
 
 @pytest.fixture(scope="session")
@@ -87,3 +91,21 @@ def study_records(tmp_path_factory, study_params, study_section):
            "ralm": [run("ralm", "ralm.parquet", {"manifest_S": [man["syn-512"]], "index_S": [idx["syn-512"]]})]}
     rec["energy"] = [run("energy", "energy.parquet", {"search": rec["search"]})]
     return rec
+
+
+def no_measuring(registry, mp) -> None:
+    """Every Chameleon figure is drawn with each step of the study replaced by a failure: a figure reads
+    records, it never measures (tests/chameleon/test_figures.py::test_every_registered_figure_renders)."""
+    from bench.chameleon import STUDY, figures
+
+    if registry is not figures.FIGURES:
+        return
+    steps = STUDY.steps._load()
+    for step in list(steps):
+        mp.setitem(steps, step, dataclasses.replace(steps[step], fn=lambda ctx: pytest.fail("a figure must not measure")))
+
+
+@pytest.fixture(scope="session")
+def figure_guard():
+    """What each cached figure is drawn under here (tests/figcache.py): :func:`no_measuring`."""
+    return no_measuring

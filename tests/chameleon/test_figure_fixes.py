@@ -89,21 +89,12 @@ def test_machine_noise_and_the_ratios_below_it():
 
 
 @pytest.fixture
-def drawn(study_records, tmp_path, monkeypatch):
-    """Draw a registered figure and keep its matplotlib figure and caption for inspection."""
-    kept = {}
-    save = plotting.save
-
-    def keep(fig, out_png, caption=None):
-        fig.canvas.draw()
-        kept["fig"], kept["caption"] = fig, caption
-        return save(fig, out_png, caption)
-    monkeypatch.setattr(plotting, "save", keep)
-
+def drawn(study_records, figcache):
+    """A registered figure, drawn once per session from the study's records (tests/figcache.py): its matplotlib
+    figure and caption as ``plotting.save`` got them, to inspect (never to change)."""
     def draw(name):
-        figures.FIGURES.draw(name, {k: study_records[k] for k in figures.FIGURES.records_of(name)},
-                             tmp_path / f"{name}.png")
-        return kept["fig"], kept["caption"]
+        d = figcache.draw(figures.FIGURES, name, study_records, "records")
+        return d.fig, d.caption
     return draw
 
 
@@ -178,13 +169,12 @@ def test_reader_facing_text_holds_no_config_keys(drawn):
             assert "fpga-*" not in t and "target-" not in t, (name, t)
 
 
-def test_wide_figure_tables_are_written_narrow(drawn, tmp_path):
+def test_wide_figure_tables_are_written_narrow(study_records, figcache):
     """The report shows the Markdown table beside a figure in place of its CSV: a few columns, in words."""
     names = ("table5", "tables23", "model", "fig12")
+    folders = {name: figcache.draw(figures.FIGURES, name, study_records, "records").folder for name in names}
     for name in names:
-        drawn(name)
-    for name in names:
-        lines = (tmp_path / f"{name}.md").read_text().splitlines()
+        lines = (folders[name] / f"{name}.md").read_text().splitlines()
         heads = [a for a, b in zip(lines, lines[1:]) if b.startswith("|---")]
         assert heads, name
         for line in lines:

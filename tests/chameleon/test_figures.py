@@ -1,38 +1,30 @@
 """Every registered figure renders from small records (BENCH_STRICT_FIGURES=1: a legend over data fails),
-reads records only, labels computed values as computed and never shares an absolute axis across scales."""
+reads records only, labels computed values as computed and never shares an absolute axis across scales.
+Each figure is drawn once per session from the study's records (tests/figcache.py)."""
 from __future__ import annotations
-
-import dataclasses
 
 import pytest
 
-from bench.chameleon import STUDY, figures
+from bench.chameleon import figures
 
 
-@pytest.fixture(scope="module")
-def figdir(tmp_path_factory):
-    return tmp_path_factory.mktemp("figures")
-
-
-def _draw(name, study_records, figdir):
-    inputs = {k: study_records[k] for k in figures.FIGURES.records_of(name)}
-    return figures.FIGURES.draw(name, inputs, figdir / f"{name}.png")
+def _draw(name, study_records, figcache):
+    """``name`` drawn once per session from the study's records (tests/figcache.py), every step of the study
+    replaced by a failure while it draws (the conftest's figure_guard)."""
+    return figcache.draw(figures.FIGURES, name, study_records, "records")
 
 
 @pytest.mark.parametrize("name", list(figures.FIGURES))
-def test_every_registered_figure_renders(name, study_records, figdir, monkeypatch):
-    steps = STUDY.steps._load()
-    for step in list(steps):
-        monkeypatch.setitem(steps, step, dataclasses.replace(steps[step], fn=lambda ctx: pytest.fail("a figure must not measure")))
-    written = _draw(name, study_records, figdir)
-    assert {p.suffix for p in written} >= {".png", ".pdf"}
-    assert (figdir / f"{name}.caption.rst").read_text().strip()
+def test_every_registered_figure_renders(name, study_records, figcache, figure_guard):
+    # drawn with every step replaced by a failure (tests/chameleon/conftest.py): a figure must not measure
+    assert figcache.guard is figure_guard and figure_guard.__name__ == "no_measuring"
+    d = _draw(name, study_records, figcache)
+    assert {p.suffix for p in d.written} >= {".png", ".pdf"}
+    assert (d.folder / f"{name}.caption.rst").read_text().strip()
 
 
-def test_fig12_computed_values_are_not_labelled_paper(study_records, figdir):
-    if not (figdir / "fig12.caption.rst").exists():
-        _draw("fig12", study_records, figdir)
-    cap = (figdir / "fig12.caption.rst").read_text()
+def test_fig12_computed_values_are_not_labelled_paper(study_records, figcache):
+    cap = (_draw("fig12", study_records, figcache).folder / "fig12.caption.rst").read_text()
     assert "computed by this harness" in cap and "0.2-442" in cap
     from bench.chameleon.analysis import authors_ratios
 
@@ -49,7 +41,7 @@ def test_a_missing_record_kind_is_a_clear_error(tmp_path):
         figures.FIGURES.draw("fig12", {"ralm": []}, tmp_path / "x.png")
 
 
-def test_each_figure_tags_the_source_of_the_ledger_rows_it_backs(study_records, study_params, figdir):
+def test_each_figure_tags_the_source_of_the_ledger_rows_it_backs(study_records, study_params, figcache):
     """Issue 32 section 5: each ledger row's source is among the sources the figures linked to it draw
     (bench.core.presenting.report_links' links), figures and claims from the same records."""
     from bench.chameleon import claims
@@ -57,11 +49,7 @@ def test_each_figure_tags_the_source_of_the_ledger_rows_it_backs(study_records, 
     from bench.core.measuring import records
     from bench.core.presenting.figure_checks import png_sources, tag_mismatches
 
-    pngs = []
-    for name in figures.FIGURES:
-        if not (figdir / f"{name}.png").exists():
-            _draw(name, study_records, figdir)
-        pngs.append(figdir / f"{name}.png")
+    pngs = [_draw(name, study_records, figcache).png for name in figures.FIGURES]
     assert all(png_sources(p) for p in pngs)
     data = records.read_kinds({k: study_records[k] for k in (*claims.RECORDS, "ralm")})
     rows = core_claims.frame(claims.build(data, study_params, "t"))

@@ -6,6 +6,8 @@ import pytest
 
 from bench.espn.system import encoders, layout
 
+from ..figcache import figcache, figure_guard  # noqa: F401  (each figure drawn once per session)
+
 
 def _records(n, seed=0):
     rng = np.random.default_rng(seed)

@@ -1,5 +1,7 @@
 """Every registered ESPN figure renders from small synthetic records, with no legend over data
-(BENCH_STRICT_FIGURES=1, set by tests/conftest.py, makes an overlap an error), and says what was measured."""
+(BENCH_STRICT_FIGURES=1, set by tests/conftest.py, makes an overlap an error), and says what was measured.
+Each figure is drawn once per session from ``recs_ok`` (tests/figcache.py) and every test here checks that
+one drawing; the not-run records draw their own."""
 from __future__ import annotations
 
 import os
@@ -12,15 +14,26 @@ from bench.espn.figures import _shared
 
 from .fake_records import write_all
 
-def _draw(name, inputs, folder):
-    out = folder / f"{name}.png"
-    written = figures.FIGURES.draw(name, {k: inputs[k] for k in figures.FIGURES.records_of(name)}, out)
+
+def _check(out, written):
     assert out.stat().st_size > 0 and out.with_suffix(".pdf").exists() and out.with_suffix(".caption.rst") in written
     return out
 
 
-@pytest.fixture(scope="module")
+def _draw(name, inputs, folder):
+    out = folder / f"{name}.png"
+    return _check(out, figures.FIGURES.draw(name, {k: inputs[k] for k in figures.FIGURES.records_of(name)}, out))
+
+
+def _cached(figcache, name, recs_ok):
+    """The PNG of ``name`` drawn once per session from ``recs_ok`` (its CSV and caption beside it)."""
+    d = figcache.draw(figures.FIGURES, name, recs_ok, "ok")
+    return _check(d.png, list(d.written))
+
+
+@pytest.fixture(scope="session")
 def recs_ok(tmp_path_factory):
+    """The "ok" records (rows measured on the emulated SSD), written once; nothing writes beside them."""
     return write_all(tmp_path_factory.mktemp("espn-ok"), "ok")
 
 
@@ -38,15 +51,12 @@ def test_strict_figures_on():
 
 
 @pytest.mark.parametrize("name", list(figures.FIGURES))
-def test_every_figure_renders(name, recs_ok):
-    folder = recs_ok["e2e"][0].parent
-    _draw(name, recs_ok, folder)
+def test_every_figure_renders(name, recs_ok, figcache):
+    _cached(figcache, name, recs_ok)
 
 
-def test_emulated_ssd_rows_labelled_measured_and_apart(recs_ok):
-    folder = recs_ok["e2e"][0].parent
-    if not (folder / "tables45.csv").exists():
-        _draw("tables45", recs_ok, folder)
+def test_emulated_ssd_rows_labelled_measured_and_apart(recs_ok, figcache):
+    folder = _cached(figcache, "tables45", recs_ok).parent
     tab = pd.read_csv(folder / "tables45.csv")
     assert not tab.backend.str.contains("not measured").any()
     assert tab.backend.str.contains("paper Table 4: ESPN \\(GDS\\)").any()  # the paper's own series name
@@ -58,7 +68,7 @@ def test_emulated_ssd_rows_labelled_measured_and_apart(recs_ok):
     cap = (folder / "tables45.caption.rst").read_text()
     assert "measured on an emulated SSD" in cap and "GDS" in cap
     # the disk named, the emulated device's latency, parallelism and measured rates, each back end's threads
-    assert "disk vda" in cap and "rotational flag 1" in cap and "queue depth 256" in cap and "QD32 50,000" in cap
+    assert "disk nvme0n1" in cap and "rotational flag 0" in cap and "queue depth 256" in cap and "QD32 50,000" in cap
     assert "+100 µs per read stated, measured +102 µs" in cap and "32 reads in flight" in cap and "QD1 6,000" in cap
     assert "Threads:" in cap and "threads of mmap" in cap
     assert "0.25: bound" in cap   # each budget says whether it bound
@@ -73,10 +83,8 @@ def test_emulated_ssd_not_run_is_blank_with_its_reason(e2e_not_run):
     assert swap.empty or "no swap" in swap.note.iloc[0]
 
 
-def test_fig6_caption_names_encoder_and_synthetic_text(recs_ok):
-    folder = recs_ok["e2e"][0].parent
-    if not (folder / "fig6.caption.rst").exists():
-        _draw("fig6", recs_ok, folder)
+def test_fig6_caption_names_encoder_and_synthetic_text(recs_ok, figcache):
+    folder = _cached(figcache, "fig6", recs_ok).parent
     cap = (folder / "fig6.caption.rst").read_text()
     assert "word-hash" in cap and "synthetic text" in cap
 
@@ -86,7 +94,7 @@ def test_a_figure_reads_only_its_record_kinds(recs_ok, tmp_path):
         figures.FIGURES.draw("eq4", {"batch": recs_ok["batch"]}, tmp_path / "x.png")
 
 
-def test_each_figure_tags_the_source_of_the_ledger_rows_it_backs(recs_ok):
+def test_each_figure_tags_the_source_of_the_ledger_rows_it_backs(recs_ok, figcache):
     """Issue 32 section 5: a figure's measured / modelled / emulated tag equals the ledger's source column for
     the rows it backs (the report's links, bench.core.presenting.report_links): each figure drawn from the same records
     as the claims, then every linked row's source must be among the sources the figure draws."""
@@ -97,8 +105,7 @@ def test_each_figure_tags_the_source_of_the_ledger_rows_it_backs(recs_ok):
 
     from .fake_records import PARAMS_OVERRIDES
 
-    folder = recs_ok["e2e"][0].parent
-    pngs = [_draw(name, recs_ok, folder) for name in figures.FIGURES]
+    pngs = [_cached(figcache, name, recs_ok) for name in figures.FIGURES]
     assert all(png_sources(p) for p in pngs)                   # every PNG names what it draws
     rows = core_claims.frame(claims.build(core_records.read_kinds(recs_ok), STUDY.parameters(PARAMS_OVERRIDES), "t"))
     assert tag_mismatches(rows, {"espn": pngs}) == []
@@ -109,22 +116,20 @@ def test_each_figure_tags_the_source_of_the_ledger_rows_it_backs(recs_ok):
     assert unlinked == set()
 
 
-def test_tables45_draws_the_rows_quantities(recs_ok):
+def test_tables45_draws_the_rows_quantities(recs_ok, figcache):
     """Tables 4/5 draw the memory the ledger's memory-saved row judges (index memory, ours beside the paper's v1
     and v2) and say the speed-up the rows judge, with the paper's definitions quoted."""
-    folder = recs_ok["e2e"][0].parent
-    _draw("tables45", recs_ok, folder)
+    folder = _cached(figcache, "tables45", recs_ok).parent
     cap = (folder / "tables45.caption.rst").read_text()
     assert "memory saved the ledger's row reads (12.2x)" in cap and "at budget 0.25: mmap / ESPN 2.4" in cap
     assert "6 - 19% of the total retrieval indices in memory" in cap and "3.1 - 3.9x faster than mmap" in cap
     assert "17.5 GB IVF-PQ for v2" in cap and "not stated" not in cap
 
 
-def test_fig7_says_the_lists_it_probed(recs_ok):
+def test_fig7_says_the_lists_it_probed(recs_ok, figcache):
     """Figure 7's curves name the lists they truly probed (the real-passages index probes the same fraction of
     its lists), and the caption gives the values the rows judge with their K/N premise."""
-    folder = recs_ok["e2e"][0].parent
-    _draw("fig7", recs_ok, folder)
+    folder = _cached(figcache, "fig7", recs_ok).parent
     cap = (folder / "fig7.caption.rst").read_text()
     assert "(the K/N premise fails" in cap and "v1 nprobe 1000 0.37%" in cap
     assert "same fraction of its (fewer) lists" in cap and "\"the hit rate achieved by the prefetcher" in cap
@@ -137,7 +142,6 @@ def test_fig7_says_the_lists_it_probed(recs_ok):
                                         ("eq4", "Query Batch threshold"), ("fig6", "normalized the MRR@10"),
                                         ("table3", "much smaller (7.7x uncompressed)"),
                                         ("fig1", "3.1 - 3.9x faster than mmap")])
-def test_each_figure_quotes_the_definition_its_row_judges(recs_ok, name, quote):
-    folder = recs_ok["e2e"][0].parent
-    _draw(name, recs_ok, folder)
+def test_each_figure_quotes_the_definition_its_row_judges(recs_ok, figcache, name, quote):
+    folder = _cached(figcache, name, recs_ok).parent
     assert quote in (folder / f"{name}.caption.rst").read_text()

@@ -1,5 +1,5 @@
-"""Shared fixtures of the loaders tests: one small collection bundle and a 1-layer MiniLM checkpoint,
-built once per session (offline)."""
+"""Shared fixtures of the loaders tests: one small collection bundle, a 1-layer MiniLM checkpoint and the
+synthetic records the figures read, built once per session (offline)."""
 from __future__ import annotations
 
 import pytest
@@ -7,6 +7,8 @@ import pytest
 from bench.data import synthetic
 from bench.loaders.system import bert_cat as M
 from bench.loaders.system import collection as C
+
+from ..figcache import figcache, figure_guard  # noqa: F401  (each figure drawn once per session)
 
 
 @pytest.fixture(scope="session")
@@ -19,6 +21,15 @@ def bundle(tmp_path_factory, text_ds):
     d = tmp_path_factory.mktemp("bundle")
     C.build_bundle(text_ds, d, doc_words=60, filler_docs=200, seed=3)
     return d
+
+
+@pytest.fixture(scope="session")
+def recs(tmp_path_factory):
+    """Synthetic records of every kind the figures read (tests/loaders/synthetic_records.py), written once per
+    session; tests read them, never write beside them."""
+    from .synthetic_records import all_records
+
+    return all_records(tmp_path_factory.mktemp("records"))
 
 
 @pytest.fixture(scope="session")

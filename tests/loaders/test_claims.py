@@ -277,17 +277,18 @@ def test_figures_draw_what_their_rows_judge(tmp_path):
     assert (1 + e / 100, 1 + lo / 100, 1 + hi / 100) == pytest.approx((r.ours, r.ci_low, r.ci_high))
 
 
-def test_captions_quote_the_paper_and_state_its_setting(tmp_path):
+def test_captions_quote_the_paper_and_state_its_setting(tmp_path, recs, figcache):
+    """Tables 1 and 2 from a grid without an OOM cell; Table 3 from the session's options records (the same
+    ``options_records`` with its defaults), drawn once per session (tests/figcache.py)."""
     from bench.loaders.figures import FIGURES
 
     t = train_records(tmp_path / "t.parquet", oom=False)
-    o = options_records(tmp_path / "o.parquet")
     FIGURES.draw("table1_samples_per_s", {"train": [t]}, tmp_path / "t1.png")
-    FIGURES.draw("table3_options", {"options": [o]}, tmp_path / "t3.png")
+    t3_png = figcache.draw(FIGURES, "table3_options", recs, "recs").png
     FIGURES.draw("table2_memory", {"train": [t]}, tmp_path / "t2.png")
     t1 = (tmp_path / "t1.caption.rst").read_text()
     assert "average number of samples processed per second" in t1 and "never judge" in t1 and "worst loader" in t1
-    t3 = (tmp_path / "t3.caption.rst").read_text()
+    t3 = t3_png.with_suffix(".caption.rst").read_text()
     assert "DDP on 4 GPUs" in t3 and "on 2 replicas" in t3 and "never judge" in t3
     assert "multiply the reported memory usage by the number of GPUs" in (tmp_path / "t2.caption.rst").read_text()
 

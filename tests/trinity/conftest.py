@@ -4,6 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from ..figcache import figcache, figure_guard  # noqa: F401  (each figure drawn once per session)
+
 
 @pytest.fixture(scope="session")
 def small():

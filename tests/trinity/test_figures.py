@@ -1,20 +1,18 @@
-"""Every registered figure renders from small records (legend checks strict)."""
+"""Every registered figure renders from small records (legend checks strict). Each figure is drawn once per
+session from the session's records (tests/figcache.py) and every test here checks that one drawing."""
 import pytest
 
 from bench.trinity import figures
 
 
 @pytest.mark.parametrize("name", list(figures.FIGURES))
-def test_figure_renders(study, tmp_path, monkeypatch, name):
-    monkeypatch.setenv("BENCH_STRICT_FIGURES", "1")
-    recs = study["records"]
-    need = figures.FIGURES.records_of(name)
-    written = figures.FIGURES.draw(name, {k: recs[k] for k in need}, tmp_path / f"{name}.png")
-    assert (tmp_path / f"{name}.png").stat().st_size > 0
-    assert any(str(p).endswith(".caption.rst") for p in written)
+def test_figure_renders(study, figcache, name):
+    d = figcache.draw(figures.FIGURES, name, study["records"], "records")
+    assert d.png.name == f"{name}.png" and d.png.stat().st_size > 0
+    assert any(str(p).endswith(".caption.rst") for p in d.written)
 
 
-def test_each_figure_tags_the_source_of_the_ledger_rows_it_backs(study, tmp_path):
+def test_each_figure_tags_the_source_of_the_ledger_rows_it_backs(study, figcache):
     """Issue 32 section 5: each ledger row's source is among the sources the figures linked to it draw
     (bench.core.presenting.report_links' links), figures and claims from the same records."""
     from bench.core.judging import claims as core_claims
@@ -22,10 +20,8 @@ def test_each_figure_tags_the_source_of_the_ledger_rows_it_backs(study, tmp_path
     from bench.core.presenting.figure_checks import png_sources, tag_mismatches
     from bench.trinity import claims
 
-    recs, pngs = study["records"], []
-    for name in figures.FIGURES:
-        figures.FIGURES.draw(name, {k: recs[k] for k in figures.FIGURES.records_of(name)}, tmp_path / f"{name}.png")
-        pngs.append(tmp_path / f"{name}.png")
+    recs = study["records"]
+    pngs = [figcache.draw(figures.FIGURES, name, recs, "records").png for name in figures.FIGURES]
     assert all(png_sources(p) for p in pngs)
     rows = core_claims.frame(claims.build(records.read_kinds(recs), study["typed"], "test"))
     assert tag_mismatches(rows, {"trinity": pngs}) == []

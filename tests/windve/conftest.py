@@ -15,6 +15,8 @@ import pytest
 
 from bench.core.machine import devices
 
+from ..figcache import figcache, figure_guard  # noqa: F401  (each figure drawn once per session)
+
 TEST_LAW = {"alpha": 0.002, "beta": 0.01}   # emulated accelerator law for the tests (s/query, s)
 ACC = "cuda" if devices.cuda_available() else "emulated"   # the accelerator instance on this machine
 ACC_SOURCE = "emulated" if ACC == "emulated" else "measured"
@@ -34,6 +36,23 @@ def wait_ready(url: str, timeout_s: float = 120.0) -> float:
             pass
         time.sleep(0.02)
     raise AssertionError(f"service at {url} not ready after {timeout_s} s")
+
+
+@pytest.fixture(scope="session")
+def recs(tmp_path_factory):
+    """Synthetic records of a machine without a GPU (the accelerator emulated), written once per session;
+    tests read them, never write beside them."""
+    from . import synthetic
+
+    return synthetic.write(tmp_path_factory.mktemp("windve_records"))
+
+
+@pytest.fixture(scope="session")
+def gpu_recs(tmp_path_factory):
+    """The same from a GPU machine (the CUDA GPU measured)."""
+    from . import synthetic
+
+    return synthetic.write(tmp_path_factory.mktemp("windve_gpu_records"), acc="cuda")
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,8 @@
 """Every registered WindVE figure renders from small synthetic records (legends never cover data),
 and the claims build from the same records; records from a GPU machine (the CUDA GPU measured) give
 figures and claims that say measured, records without one say emulated: the labels come from the
-records, never assumed."""
+records, never assumed. Each figure is drawn once per session from each records set (``recs``, ``gpu_recs``:
+tests/windve/conftest.py, tests/figcache.py)."""
 from __future__ import annotations
 
 import pytest
@@ -14,29 +15,19 @@ from bench.windve.figures import FIGURES
 from . import synthetic
 
 
-@pytest.fixture(scope="module")
-def recs(tmp_path_factory):
-    return synthetic.write(tmp_path_factory.mktemp("windve_records"))
-
-
-@pytest.fixture(scope="module")
-def gpu_recs(tmp_path_factory):
-    return synthetic.write(tmp_path_factory.mktemp("windve_gpu_records"), acc="cuda")
-
-
 @pytest.mark.parametrize("name", list(FIGURES))
-def test_figure_renders(recs, tmp_path, name):
-    out = FIGURES.draw(name, {k: recs[k] for k in FIGURES.records_of(name)}, tmp_path / f"{name}.png")
-    assert (tmp_path / f"{name}.png").stat().st_size > 10_000
-    cap = (tmp_path / f"{name}.caption.rst").read_text()
+def test_figure_renders(recs, figcache, name):
+    d = figcache.draw(FIGURES, name, recs, "recs")
+    assert d.png.stat().st_size > 10_000
+    cap = d.png.with_suffix(".caption.rst").read_text()
     assert "EMULATED" in cap or name == "fig6"
-    assert len(out) == 4  # PNG, PDF, the caption, the report caption
+    assert len(d.written) == 4  # PNG, PDF, the caption, the report caption
 
 
 @pytest.mark.parametrize("name", list(FIGURES))
-def test_figure_from_gpu_records_says_measured(gpu_recs, tmp_path, name):
-    FIGURES.draw(name, {k: gpu_recs[k] for k in FIGURES.records_of(name)}, tmp_path / f"{name}.png")
-    cap = (tmp_path / f"{name}.caption.rst").read_text()
+def test_figure_from_gpu_records_says_measured(gpu_recs, figcache, name):
+    d = figcache.draw(FIGURES, name, gpu_recs, "gpu_recs")
+    cap = d.png.with_suffix(".caption.rst").read_text()
     assert "EMULATED" not in cap
     assert "MEASURED" in cap or name == "fig6"
     assert synthetic.GPU_NAME in cap or name in ("fig6", "openloop", "utilisation_cost", "service", "fig2_load_curve")
@@ -135,16 +126,13 @@ def test_each_process_gives_the_cell_one_gain_and_the_interval_is_between_proces
 
 
 @pytest.mark.parametrize("which", ["recs", "gpu_recs"])
-def test_each_figure_tags_the_source_of_the_ledger_rows_it_backs(which, request, tmp_path):
+def test_each_figure_tags_the_source_of_the_ledger_rows_it_backs(which, request, figcache):
     """Issue 32 section 5: each ledger row's source (measured / emulated) is among the sources the figures
     linked to it draw (bench.core.presenting.report_links' links), figures and claims from the same records."""
     from bench.core.presenting.figure_checks import png_sources, tag_mismatches
 
     recs = request.getfixturevalue(which)
-    pngs = []
-    for name in FIGURES:
-        FIGURES.draw(name, {k: recs[k] for k in FIGURES.records_of(name)}, tmp_path / f"{name}.png")
-        pngs.append(tmp_path / f"{name}.png")
+    pngs = [figcache.draw(FIGURES, name, recs, which).png for name in FIGURES]
     assert all(png_sources(p) for p in pngs)
     rows = C.frame(claims.build(records.read_kinds(recs), synthetic.params(), "tiny"))
     assert tag_mismatches(rows, {"windve": pngs}) == []

@@ -53,11 +53,11 @@ def test_bin_width_and_windows():
     assert analysis.burst_windows(pd.Series({"offered_rps": 3.0}), 4.0) == []
 
 
-def test_figure_from_synthetic_trace(tmp_path):
-    recs = synthetic.write(tmp_path)
-    FIGURES.draw("fig2_load_curve", {"serving": recs["serving"]}, tmp_path / "fig2.png")
-    cap = (tmp_path / "fig2.caption.rst").read_text()
-    assert (tmp_path / "fig2.png").stat().st_size > 10_000
+def test_figure_from_synthetic_trace(recs, figcache):
+    """Drawn once per session from the session's synthetic records (tests/windve/conftest.py, tests/figcache.py)."""
+    png = figcache.draw(FIGURES, "fig2_load_curve", recs, "recs").png
+    cap = png.with_suffix(".caption.rst").read_text()
+    assert png.stat().st_size > 10_000
     assert "gives no values" in cap and "not a day" in cap and "4x the mean rate for 0.5 s of every 2 s" in cap
     assert "np." not in cap
 

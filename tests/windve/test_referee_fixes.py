@@ -21,11 +21,6 @@ from . import synthetic
 
 
 @pytest.fixture(scope="module")
-def recs(tmp_path_factory):
-    return synthetic.write(tmp_path_factory.mktemp("windve_referee"))
-
-
-@pytest.fixture(scope="module")
 def rows(recs):
     return C.frame(claims.build(records.read_kinds(recs), synthetic.params(), "tiny")).set_index("claim_id")
 
@@ -44,6 +39,13 @@ def _drawn(fig_name, recs, tmp_path, monkeypatch):
     return kept["fig"], kept["caption"]
 
 
+def _cached(fig_name, recs, figcache):
+    """The figure object and caption of ``fig_name`` drawn once per session from the session's ``recs``
+    (tests/figcache.py: ``plotting.save`` observed as :func:`_drawn` does), to inspect, never to change."""
+    d = figcache.draw(FIGURES, fig_name, recs, "recs")
+    return d.fig, d.caption
+
+
 def _empty(handle) -> bool:
     if hasattr(handle, "get_xydata"):
         xy = np.asarray(handle.get_xydata(), dtype=float)
@@ -54,8 +56,8 @@ def _empty(handle) -> bool:
 
 
 @pytest.mark.parametrize("name", list(FIGURES))
-def test_no_legend_entry_without_anything_drawn(recs, tmp_path, monkeypatch, name):
-    fig, _ = _drawn(name, recs, tmp_path, monkeypatch)
+def test_no_legend_entry_without_anything_drawn(recs, figcache, name):
+    fig, _ = _cached(name, recs, figcache)
     for ax in fig.axes:
         for h, label in zip(*ax.get_legend_handles_labels()):
             assert not _empty(h), f"{name}: legend entry {label!r} has nothing drawn"
@@ -70,8 +72,8 @@ def _bar_colours(ax):
     return {mcolors.to_hex(p.get_facecolor()) for p in ax.patches if p.get_fill()}
 
 
-def test_openloop_shares_have_their_own_colours(recs, tmp_path, monkeypatch):
-    fig, cap = _drawn("openloop", recs, tmp_path, monkeypatch)
+def test_openloop_shares_have_their_own_colours(recs, figcache):
+    fig, cap = _cached("openloop", recs, figcache)
     a, b, c = fig.axes[:3]
     assert not (_line_colours(a) | _line_colours(b)) & _bar_colours(c)
     labels = fig.legends[0].get_texts()
@@ -80,8 +82,8 @@ def test_openloop_shares_have_their_own_colours(recs, tmp_path, monkeypatch):
     assert any("offload" in t and "accelerator emulated, CPU measured" in t for t in text)
 
 
-def test_service_colours_mean_one_thing(recs, tmp_path, monkeypatch):
-    fig, cap = _drawn("service", recs, tmp_path, monkeypatch)
+def test_service_colours_mean_one_thing(recs, figcache):
+    fig, cap = _cached("service", recs, figcache)
     a, b, c, d = fig.axes[:4]
     panels = [_bar_colours(a), _bar_colours(b), _line_colours(c), _line_colours(d)]
     for i in range(4):
@@ -90,8 +92,8 @@ def test_service_colours_mean_one_thing(recs, tmp_path, monkeypatch):
     assert "paired ratios per fresh service process" in a.get_title()
 
 
-def test_utilisation_bars_measured_and_cost_is_the_claims(recs, rows, tmp_path, monkeypatch):
-    fig, cap = _drawn("utilisation_cost", recs, tmp_path, monkeypatch)
+def test_utilisation_bars_measured_and_cost_is_the_claims(recs, rows, figcache):
+    fig, cap = _cached("utilisation_cost", recs, figcache)
     text = [t.get_text() for t in fig.legends[0].get_texts()]
     # the CPU's use is measured; where the accelerator beside it is emulated the label says exactly that
     cpu = [t for t in text if "CPU use" in t]
@@ -151,8 +153,8 @@ def test_tables_rows_carry_both_thresholds(rows):
         assert r.ci_low > -1 and r.ci_low < r.ours < r.ci_high   # never the old sentinel (-100%)
 
 
-def test_fig2_caption_counts_late_answers(recs, tmp_path, monkeypatch):
-    _, cap = _drawn("fig2_load_curve", recs, tmp_path, monkeypatch)
+def test_fig2_caption_counts_late_answers(recs, figcache):
+    _, cap = _cached("fig2_load_curve", recs, figcache)
     assert "after the SLO" in cap or "within the SLO" in cap
 
 
