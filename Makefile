@@ -45,7 +45,7 @@ run: venv
 TEST_WORKERS ?= 2
 test: venv
 	rc=0; \
-	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) -m "not serial" || rc=$$?; \
+	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not serial" || rc=$$?; \
 	$(VENV)/bin/python -m pytest -q -m serial || rc=$$?; \
 	exit $$rc
 

@@ -92,6 +92,9 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if serial_reason(item) is not None:
             item.add_marker(pytest.mark.serial)
+        elif "figcache" in getattr(item, "fixturenames", ()):
+            # one worker draws a study's figures once for all its tests (tests/figcache.py; --dist loadgroup)
+            item.add_marker(pytest.mark.xdist_group(f"{Path(str(item.path)).parent.name}-figures"))
     from bench.core.machine import devices
 
     if devices.cuda_available():
