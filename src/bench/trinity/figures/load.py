@@ -97,7 +97,7 @@ def _busy_panel(ax, g: pd.DataFrame, high: float, pairs, col) -> str:
     ax.axhline(1.0, color="0.3", ls=":", lw=1.4, label="_one")
     names = sorted(m.arrival.unique())
     ax.set_xticks(range(len(names) + 1), [f"{a}\nseeds" for a in names] + ["ledger"])
-    ax.set(ylabel="lane utilisation, continuous / static", title=f"the busy claim at loads >= {high:g}")
+    ax.set(ylabel="lane utilisation, continuous / static", title=f"the busy claim, drawn (needs a GPU):\nloads >= {high:g}")
     return f"{est[0]:.3f} [{est[1]:.3f}, {est[2]:.3f}]; {err.text()}"
 
 

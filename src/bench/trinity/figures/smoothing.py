@@ -34,7 +34,7 @@ def _ratio_panel(ax, g: pd.DataFrame, claim_load: float, pairs, col) -> list[str
     ax.axhline(1.0, color="0.3", ls=":", lw=1.4, label="1: no smoothing (the row's bar)")
     ax.set_xticks([0, 1], ["p50 jitter", "p95 jitter"])
     ax.set_xlim(-0.6, 1.6)
-    ax.set(yscale="log", ylabel="jitter, static / continuous", title=f"the claim: {arrival} arrivals at {near:g}")
+    ax.set(yscale="log", ylabel="jitter, static / continuous", title=f"the claim, drawn (needs a GPU):\n{arrival} arrivals at {near:g}")
     return notes
 
 
