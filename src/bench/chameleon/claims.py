@@ -139,12 +139,20 @@ RALM_SPECS = (
 def _ralm_claims(ralm: pd.DataFrame | None, scale: str) -> list[claims.Claim]:
     reason = "RALM disabled in this profile" if ralm is None else _ralm_reason(ralm) + _ralm_fpga_cpu_note(ralm)
     return [claims.claim(
-        STUDY, cid, text, pv, unit="x", scale=scale if ralm is None else f"{scale}; models scaled by the profile",
+        STUDY, cid, text, pv, unit="x", scale=scale if ralm is None else f"{scale}; {_ralm_models_text(ralm)}",
         source="not_run", reason=reason, needs=(*FPGA_NEEDS, "gpu"),
         judged_on=f"{FPGA_JUDGE}, and the LM on a CUDA GPU (the paper: an RTX 3090)", fixed_by=MODEL_INPUTS,
         definition=fidelity.Definition(paper=words, where=where,
                                        ours="not computed: our LMs are scaled random-weight models"))
         for cid, text, pv, words, where in RALM_SPECS]
+
+
+def _ralm_models_text(r: pd.DataFrame) -> str:
+    """Which of Table 2's models ran, scaled by the profile (a profile may run the small ones only)."""
+    ran = sorted(r.model.unique())
+    left = [m for m in paper_values.TABLE2 if m not in ran]
+    return (f"models scaled by the profile; ran {', '.join(ran)}"
+            + (f" (this profile shrank: not {', '.join(left)})" if left else ""))
 
 
 def _ralm_fpga_cpu_note(r: pd.DataFrame) -> str:

@@ -14,8 +14,9 @@ from . import paper_values
 from .params import Params
 
 # The settings a profile may shrink, in words (never the profile's keys), per part of the study.
-SEARCH_SETTINGS = {"n_batches": "timed batches per batch size", "throughput_runs": "throughput runs",
-                   "batch_sizes": "batch sizes", "configs": "search configurations"}
+SEARCH_SETTINGS = {"datasets": "datasets searched", "n_batches": "timed batches per batch size",
+                   "throughput_runs": "throughput runs", "batch_sizes": "batch sizes",
+                   "configs": "search configurations"}
 QUEUE_SETTINGS = {"sim_queries": "simulated queries", "sim_max_vectors": "vectors scanned per simulated query"}
 SCAN_SETTINGS = {"n_queries": "queries scanned", "repeats": "timed scans"}
 PROBE_SHARE_BAR = 0.01        # nprobe / nlist at most 1%: within 10x of the paper's 0.098%

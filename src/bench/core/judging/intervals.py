@@ -108,11 +108,37 @@ def _hierarchical(stat: Callable, a: np.ndarray, groups: np.ndarray, n_boot: int
             return np.asarray(stat(a[idx], axis=1), dtype=float)
         except TypeError:
             return np.array([stat(a[i]) for i in idx], dtype=float)
+    padded = _NAN_STATS.get(stat)
+    if padded is not None:
+        return _ragged(padded, a, starts, sizes, n_boot, rng)
     parts = [a[st:st + n] for st, n in zip(starts, sizes)]
     out = np.empty(n_boot)
     for b in range(n_boot):
         picked = [parts[i] for i in rng.integers(0, m, m)]
         out[b] = stat(np.concatenate([x[rng.integers(0, x.size, x.size)] for x in picked]))
+    return out
+
+
+_NAN_STATS = {np.median: np.nanmedian, np.mean: np.nanmean}   # stats whose NaN-skipping twin takes axis=
+_RAGGED_CELLS = 4_000_000   # values per chunk of padded resamples (32 MB of float64)
+
+
+def _ragged(nanstat: Callable, a: np.ndarray, starts: np.ndarray, sizes: np.ndarray, n_boot: int,
+            rng: np.random.Generator) -> np.ndarray:
+    """The two-level resamples of :func:`_hierarchical` where processes hold different numbers of values,
+    drawn at once: each resample's chosen processes side by side, each padded with NaN to the largest
+    process, and ``nanstat`` (a NaN-skipping statistic) taken along each resample, in chunks."""
+    m, s = len(sizes), int(sizes.max())
+    chunk = max(1, _RAGGED_CELLS // (m * s))
+    out = np.empty(n_boot)
+    for lo in range(0, n_boot, chunk):
+        b = min(chunk, n_boot - lo)
+        chosen = rng.integers(0, m, (b, m))
+        n = sizes[chosen][:, :, None]
+        pos = np.floor(rng.random((b, m, s)) * n).astype(np.int64)
+        vals = a[starts[chosen][:, :, None] + np.minimum(pos, n - 1)]
+        vals[np.arange(s)[None, None, :] >= n] = np.nan
+        out[lo:lo + b] = nanstat(vals.reshape(b, m * s), axis=1)
     return out
 
 

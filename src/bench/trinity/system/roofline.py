@@ -11,7 +11,6 @@ multiply, add) for the search.
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import least_squares
 
 from ...core.base.errors import ConfigError
 
@@ -41,6 +40,8 @@ def fit(x, u) -> dict[str, float]:
     err = np.stack(err, axis=-1)[:, :, 0, :]                      # (alpha, x_sat, u_max)
     i, j, k_ = np.unravel_index(err.argmin(), err.shape)
     start = [lum_g[k_], float(lxs_g[0, j, 0]), float(al[i, 0, 0])]
+    from scipy.optimize import least_squares   # here, not at import: scipy.optimize costs ~0.5 s, and every CLI start imports this module
+
     best = least_squares(resid, start, bounds=([-np.inf, lx.min() - 5, 1e-3], [np.inf, lx.max() + 5, 1.0]))
     lum, lxs, a = best.x
     # the paper's X_sat is the scale in (X / X_sat)^alpha; the knee (where u reaches u_max) is

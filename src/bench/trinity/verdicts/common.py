@@ -123,7 +123,9 @@ def widened(est: intervals.Estimate, err: ReplayError) -> intervals.Estimate:
 WORK = {("recall", "batch_queries"): "queries a recall run", ("trace_queries",): "traced queries per top-M",
         ("trace_calibration",): "calibration rounds of the trace", ("roofline", "sweep_budget_s"):
         "seconds of added roofline doublings", ("roofline", "max_doublings"): "roofline doublings",
-        ("scheduler", "duration_s"): "emulated seconds of a scheduler run"}
+        ("scheduler", "duration_s"): "emulated seconds of a scheduler run",
+        ("roofline", "search_batches"): "roofline search batch sizes", ("roofline", "prefill_batches"):
+        "roofline prefill batch sizes", ("roofline", "decode_batches"): "roofline decode batch sizes"}
 
 
 def _get(p, path: tuple) -> float:
@@ -132,14 +134,23 @@ def _get(p, path: tuple) -> float:
     return p
 
 
+def _less(words: str, ours, default) -> str:
+    """``words`` with ours and the default where ours is less work ("" where it is not): a number below the
+    default, or a list of batch sizes with fewer entries."""
+    if isinstance(ours, tuple):
+        return (f"{words} {'/'.join(map(str, ours))} ({len(ours)} of the default {len(default)})"
+                if len(ours) < len(default) else "")
+    return f"{words} {ours:g} (default {default:g})" if ours < default else ""
+
+
 def shrunk(params, paths) -> str:
     """The work settings of ``paths`` this profile set below the schema's defaults, in words ("" for none): the
     scale text says what a small profile shrank (never its repeats)."""
     from .. import STUDY
 
     base = STUDY.parameters({})
-    out = [f"{WORK[p]} {_get(params, p):g} (default {_get(base, p):g})" for p in paths
-           if _get(params, p) < _get(base, p)]
+    out = [_less(WORK[p], _get(params, p), _get(base, p)) for p in paths]
+    out = [o for o in out if o]
     return f"; this profile shrank its work (not its repeats): {', '.join(out)}" if out else ""
 
 

@@ -62,7 +62,9 @@ def roofline_rows(df: pd.DataFrame, params: Params) -> list[claims.Claim]:
                   f"knees search {sat['search'].knee[0]:.3g}, {other} {sat[other].knee[0]:.3g}; plateaus u_max "
                   f"search {sat['search'].u_max:.2f}, {other} {sat[other].u_max:.2f} (the paper: prefill ≈ 1, "
                   "decode and search bandwidth-bound, well below)"
-                  + shrunk(params, (("roofline", "max_doublings"), ("roofline", "sweep_budget_s"))),
+                  + shrunk(params, (("roofline", "max_doublings"), ("roofline", "sweep_budget_s"),
+                                    ("roofline", "search_batches"), ("roofline", "prefill_batches"),
+                                    ("roofline", "decode_batches"))),
             quantity=f"knee ratio, search against {other}",
             reason=f"knees differ by >= {rp.knee_factor:g}x <=> |log2 ratio| >= {np.log2(rp.knee_factor):.2f}; a "
                    "knee counts only where the stage's gain flattened inside the sweep and the fit puts it inside "
