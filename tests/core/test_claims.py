@@ -154,7 +154,17 @@ def test_a_knee_outside_the_measured_range_is_not_a_verdict():
 def test_a_circular_emulation_is_a_sanity_check_never_judged():
     row = claims.claim("s", "ssd", "the fast SSD is 4.3x", "4.3x", ours=4.3, ci=(4.2, 4.4), threshold=4.0,
                        source="emulated", circular="the emulated SSD's speed ratio is the paper's 4.3x")
-    assert row.verdict == claims.NEEDS_HARDWARE and "sanity check" in row.reason and "would read" in row.reason
+    assert row.verdict == claims.SANITY and "sanity check" in row.reason and "would read" in row.reason
+
+
+def test_a_circular_row_whose_hardware_is_missing_needs_that_hardware_and_names_both():
+    """Where the claim's hardware is missing, that hardware would settle it (measured there, the paper's numbers
+    no longer set it): "needs hardware", naming the hardware, the paper's numbers and any failed premise."""
+    row = claims.claim("s", "gain", "offload gains 20%", "20%", ours=0.2, ci=(0.18, 0.22), threshold=0.15,
+                       source="emulated", circular="the emulated GPU's speed is the paper's ratio", needs=("gpu",),
+                       ran_on=frozenset(), premises=[claims.Premise("depth", False, "8 against the paper's 40")])
+    assert row.verdict == claims.NEEDS_HARDWARE
+    assert "a CUDA GPU" in row.reason and "paper's ratio" in row.reason and "'depth' fails here too" in row.reason
 
 
 def test_an_all_pass_proportion_gets_an_exact_interval_not_one_to_one():

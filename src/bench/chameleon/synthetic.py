@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..core.measuring.records import Provenance
 from . import paper_values, power
 from .params import Params
 from .steps import inputs
@@ -32,8 +33,8 @@ LLC = 32 * 1024 ** 2
 
 def _frame(rows: list[dict], prov: dict) -> pd.DataFrame:
     df = pd.DataFrame(rows)
-    df.attrs["provenance"] = prov
-    df.attrs["provenances"] = [prov]
+    df.attrs["provenance"] = Provenance(prov)
+    df.attrs["provenances"] = (df.attrs["provenance"],)
     return df
 
 

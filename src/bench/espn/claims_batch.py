@@ -120,6 +120,7 @@ def eq4_premise(ev: Evidence, b: pd.DataFrame, io: pd.DataFrame, params: Params
                        "covers the device time of one query's reads", "(target premise)", estimate=est,
                        threshold=1.0, unit="queries", scale=scale(ev.e.prov), source="measured", reason=words,
                        machine_busy=claims.busy(b) or claims.busy(io), fixed_by=RECORD_FROM_PAPER,
+                       needs=("parallel-ssd",), ran_on=ev.ran_on(io[io.status == "ok"]),
                        quantity="eq4 threshold at K", interval="noise: fresh processes of the iops and batch steps")
     return row, est, words
 

@@ -59,8 +59,9 @@ def span(lo_hi) -> str:
 
 # what each profile shrank so that its three fresh processes cost no more than two did (its work, never its
 # repeats): said in the scale of every row the shrunk steps feed
-SHRUNK = {"tiny": ("tiny shrinks the work, not the repeats, so that 3 fresh processes cost what 2 did: queries a "
-                   "pass cut from 25, the 1.0 budget and batch 16 dropped, fewer probe pairs a process")}
+SHRUNK = {"tiny": ("tiny shrinks the work, not the repeats, so that 3 fresh processes fit make run's budget: "
+                   "queries a pass cut from 25 to 10, the 1.0 budget and batch 16 dropped, fewer probe pairs a "
+                   "process, the emulated SSD not run")}
 
 
 def work_words(e: E2E, queries: int, profile: str) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..core.measuring.records import Provenance
 from .params import Params
 from .paper_values import size_rows
 from .system import encoders, layout
@@ -200,5 +201,5 @@ def records(params: Params) -> dict[str, pd.DataFrame]:
     out = {"e2e": _e2e(params), "batch": _batch(params), "iops": _iops(params), "hitrate": _hitrate(params),
            "quality": _quality(params), "sizes": _sizes(t)}
     for df in out.values():
-        df.attrs["provenance"] = prov
+        df.attrs["provenance"] = Provenance(prov)
     return out

@@ -16,7 +16,10 @@ from .inputs import load
 METHOD = ("Approximate hierarchical priority queue: analytic binomial model (P(L)^queues >= 0.99) and "
           "simulation (vectors dealt round robin to the decoding units, alternately to each unit's two "
           "L1 queues of length L; L2 keeps K) on i.i.d. random distances and on the real PQ distances "
-          "of the dataset's queries in scan order; 'identical' = same top-K distances as exact selection.")
+          "of the dataset's queries in scan order; 'identical' = same top-K distances as exact selection. "
+          "Source: Figure 7's rows and the analytic_* columns are modelled; Figure 8's rows are emulated (the "
+          "queues simulated in software, each keeping the L smallest it is dealt, as the systolic queue does), "
+          "their analytic_* columns modelled beside them.")
 
 
 def all_distances(layout: pqscan.IVFPQLayout, xq: np.ndarray, lists: np.ndarray, max_n: int) -> np.ndarray:
@@ -55,7 +58,7 @@ def _fig8_row(units: int, K: int, dist_iid: np.ndarray, dist_real: np.ndarray | 
     row = {"figure": "fig8", "units": units, "l1_queues": 2 * units, "m": m, "k": K,
            "analytic_one_queue_per_unit": analytic_u,
            "analytic_two_queues_per_unit": priority_queue.analytic_l1_length(2 * units, K),
-           "authors": paper_values.L1_LENGTHS.get(m, np.nan) if m else np.nan, "source": "modelled",
+           "authors": paper_values.L1_LENGTHS.get(m, np.nan) if m else np.nan, "source": "emulated",
            "n_sim_queries": len(dist_iid),
            "simulated_iid": priority_queue.simulated_l1_length(dist_iid, units, K),
            "identical_iid_at_analytic": priority_queue.identical_fraction(dist_iid, units, analytic_u, K)}

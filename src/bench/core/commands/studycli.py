@@ -96,7 +96,8 @@ def register(sub: argparse._SubParsersAction, study) -> argparse._SubParsersActi
     m.add_argument("--processes", type=doors.positive_int, default=1,
                    help="fresh processes a step that can repeat cheaply splits its measured repeats over "
                         f"(steps that can: {', '.join(n for n, x in measures.items() if x.processes) or 'none'})")
-    m.set_defaults(func=lambda a: step.execute(_context(study, a, ".parquet"), measures[a.step].fn))
+    # the CLI's interpreter was started for this one step: it is fresh, so it runs process 0 itself
+    m.set_defaults(func=lambda a: step.execute(_context(study, a, ".parquet"), measures[a.step].fn, here_first=True))
     _figure_verb(s, LazyRegistry(study.figures))
     if study.claims is not None:
         c = s.add_parser("claims", help="the study's rows of the claims ledger, from records")
@@ -165,7 +166,8 @@ def _claims(study, a: argparse.Namespace) -> Path:
     rows = module.build(data, typed.build(study.params, section, study.name), a.profile)
     prov = {**provenance.git_state(), "profile": a.profile, "study": study.name, "config": section,
             "inputs": inputs, "method": "verdicts computed from the records named in inputs "
-            "(bench.core.judging.claims: interval against threshold; modelled/not run -> needs hardware we lack)"}
+            "(bench.core.judging.claims: interval against threshold; modelled/not run -> needs hardware we lack; set "
+            "by the paper's numbers -> sanity check)"}
     return core_claims.write(rows, a.out, prov, study.reproduces_paper)
 
 

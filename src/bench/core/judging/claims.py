@@ -9,9 +9,12 @@ estimate and its interval into a verdict:
 - ``inconclusive``: the interval straddles the threshold (a pass within noise is no pass), rests on fewer
   fresh processes than :data:`bench.core.judging.intervals.MIN_PROCESSES`, or the machine was busy while the
   step ran (:mod:`bench.core.measuring.quiet`);
-- ``needs hardware we lack``: the value is modelled, was not run, did not run on the hardware the claim's
-  mechanism needs, or is set by a number taken from the paper (a sanity check, never judged);
-- ``out of reach at this scale``: a premise the paper states the claim under fails here.
+- ``needs hardware we lack``: the value is modelled, was not run, or did not run on the hardware the claim's
+  mechanism needs (so that hardware would settle it);
+- ``out of reach at this scale``: a premise the paper states the claim under fails here;
+- ``sanity check, not judged``: our value is set by numbers taken from the paper, and no hardware the claim
+  needs is missing (no measurement here could settle it: it checks our arithmetic against the paper's);
+  counted apart from the rest.
 
 Intervals come from :mod:`bench.core.judging.intervals` (an :class:`~bench.core.judging.intervals.Estimate`
 carries how many fresh processes it resampled). What the paper fixed, the hardware a claim needs and the
@@ -36,7 +39,8 @@ The keywords of :func:`claim`, each a rule core enforces for every study alike:
   profile and machine that would judge it;
 - ``definition=Definition(...)``: the paper's definition beside ours; where they differ, not judged;
 - ``fixed_by=(PaperInput, ...)`` (or ``circular="why"``): our value is set by numbers taken from the
-  paper: a sanity check, never judged;
+  paper: never judged; "needs hardware we lack" where the claim's hardware is missing (on it the value would be
+  measured), else a sanity check;
 - ``quantity="..."``: what the row measures; a target on the quantity of a paper row carries that row's
   premises (:func:`check`);
 - ``quality="why"``: a load-independent quantity (recall, MRR, a hit rate, a size): deterministic given the
@@ -67,7 +71,8 @@ from .intervals import MIN_PROCESSES, Estimate
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
 NEEDS_HARDWARE, OUT_OF_REACH = "needs hardware we lack", "out of reach at this scale"
 NEEDS_TOOL = "needs a tool we lack"   # not run: a program this machine lacks (fio), not hardware
-VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NEEDS_HARDWARE, NEEDS_TOOL, OUT_OF_REACH)
+SANITY = "sanity check, not judged"   # set by the paper's own numbers, with no hardware missing that would settle it
+VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NEEDS_HARDWARE, NEEDS_TOOL, OUT_OF_REACH, SANITY)
 SOURCES = ("measured", "emulated", "modelled", "not_run")
 
 
@@ -484,11 +489,11 @@ def _few(t: Terms) -> bool:
 
 
 def _decide(t: Terms) -> tuple[str, str]:
-    """(verdict, why) in the order a referee would ask: was it measured, is it set by the paper, did it run
-    on the hardware it needs, is it the paper's quantity, do the premises hold, did the search converge,
+    """(verdict, why) in the order a referee would ask: was it measured, did it run on the hardware it needs,
+    is it set by the paper, is it the paper's quantity, do the premises hold, did the search converge,
     was the fitted value observed, is the interval evidence (enough processes, not zero-width), then the
     interval against the threshold, then the busy machine."""
-    for check in (_measured, _fixed, _hardware, _same_quantity, _premised, _searched, _observed, _evidence):
+    for check in (_measured, _hardware, _fixed, _same_quantity, _premised, _searched, _observed, _evidence):
         out = check(t)
         if out is not None:
             return out
@@ -508,8 +513,8 @@ def _measured(t: Terms):
 def _fixed(t: Terms):
     if not t.circular:
         return None
-    return NEEDS_HARDWARE, (f"{NEEDS_HARDWARE}: a sanity check, not judged: our value is set by numbers taken "
-                            f"from the paper ({t.circular}){t.would()}")
+    return SANITY, (f"{SANITY}: our value is set by numbers taken from the paper ({t.circular}), and no hardware "
+                    f"the claim needs is missing, so no measurement here could settle it{t.would()}")
 
 
 def _hardware(t: Terms):
@@ -517,9 +522,12 @@ def _hardware(t: Terms):
         return None
     where = t.ran_on or ("an emulated or modelled stand-in" if t.source != "measured" else "this machine's CPU")
     judged = f"; judged on {t.judged_on}" if t.judged_on else ""
+    fixed = (f"; here our value is also set by numbers taken from the paper ({t.circular})" if t.circular else "")
+    failed = [p.name for p in t.premises if p.holds is False]
+    failed = f"; premise {', '.join(repr(n) for n in failed)} fails here too" if failed else ""
     return NEEDS_HARDWARE, (f"{NEEDS_HARDWARE}: the claim's mechanism needs {fidelity.words(t.missing)}, and these "
                             f"records ran on {where}; a stand-in is drawn beside the claim, never judges it"
-                            f"{judged}{t.would()}")
+                            f"{judged}{fixed}{failed}{t.would()}")
 
 
 def _same_quantity(t: Terms):

@@ -31,10 +31,10 @@ KINDS = (PAPER, TARGET)
 HEADINGS = {PAPER: "Paper claims", TARGET: "Harness targets and checks"}
 HISTORY_RUNS = 5
 INITIAL = {"reproduced": "R", "not reproduced": "N", "inconclusive": "I", "needs hardware we lack": "H",
-           "needs a tool we lack": "T", "out of reach at this scale": "O"}
+           "needs a tool we lack": "T", "out of reach at this scale": "O", "sanity check, not judged": "S"}
 VERDICT_COLORS = {"reproduced": "#1b9e77", "not reproduced": "#d95f02", "inconclusive": "#7570b3",
                   "needs hardware we lack": "#737373", "needs a tool we lack": "#e7298a",
-                  "out of reach at this scale": "#a6761d"}
+                  "out of reach at this scale": "#a6761d", "sanity check, not judged": "#66a61e"}
 _NUMPY_REPR = re.compile(r"np\.(?:float|int|uint|bool)\w*\((-?[^()]*)\)")
 LONG_SCALE = 100
 
@@ -153,7 +153,7 @@ def to_markdown(df: pd.DataFrame, title: str) -> str:
     lines = [f"# {title}", "", "Ours: estimate [95% interval]. A pass within noise is inconclusive. History: "
              f"verdicts of the last {HISTORY_RUNS} runs on this machine and profile, oldest first "
              "(R reproduced, N not reproduced, I inconclusive, H needs hardware we lack, T needs a tool we lack, O out "
-             "of reach); a row "
+             "of reach, S sanity check: set by the paper's own numbers, not judged); a row "
              "whose verdict changed across them is unstable and counted apart.", ""]
     for kind in KINDS:
         part = df[df.kind == kind]

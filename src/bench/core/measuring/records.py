@@ -29,6 +29,16 @@ from ..base.atomic import atomic_path, write_text
 PROVENANCE_KEY = b"bench.provenance"
 
 
+class Provenance(dict):
+    """A record set's provenance as read back: a dict that a deep copy hands back as it is. pandas deep-copies
+    a table's ``attrs`` on nearly every operation (a filter, a groupby), and copying a large provenance each
+    time cost figure and claims jobs more than their drawing; what was read from a file is never changed
+    in place."""
+
+    def __deepcopy__(self, memo) -> "Provenance":
+        return self
+
+
 def _stem(path: str | os.PathLike) -> Path:
     p = Path(path)
     return p.with_suffix("") if p.suffix == ".parquet" else p
@@ -69,7 +79,7 @@ def read(path: str | os.PathLike) -> pd.DataFrame:
     table = pq.read_table(p)
     df = table.to_pandas()
     raw = (table.schema.metadata or {}).get(PROVENANCE_KEY)
-    df.attrs["provenance"] = json.loads(raw) if raw else {}
+    df.attrs["provenance"] = Provenance(json.loads(raw) if raw else {})
     return df
 
 
@@ -96,7 +106,7 @@ def read_all(paths) -> pd.DataFrame:
     if not frames:
         raise ValueError("no record sets to read")
     df = pd.concat(frames, ignore_index=True)
-    df.attrs["provenance"] = frames[0].attrs.get("provenance", {})
+    df.attrs["provenance"] = Provenance(frames[0].attrs.get("provenance", {}))
     return df
 
 
@@ -109,8 +119,8 @@ def read_kinds(inputs: Mapping[str, list]) -> dict[str, pd.DataFrame]:
         if not frames:
             continue
         df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-        df.attrs["provenance"] = frames[0].attrs.get("provenance", {})
-        df.attrs["provenances"] = [f.attrs.get("provenance", {}) for f in frames]
+        df.attrs["provenance"] = Provenance(frames[0].attrs.get("provenance", {}))
+        df.attrs["provenances"] = tuple(Provenance(f.attrs.get("provenance", {})) for f in frames)
         out[kind] = df
     return out
 

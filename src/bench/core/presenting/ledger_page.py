@@ -74,7 +74,8 @@ def figure(df: pd.DataFrame, out_png: str | Path, profile: str) -> list[Path]:
     plotting.legend_below(fig, ncol=len(VERDICTS))
     caption = (f"Verdicts per study in the claims ledger (results/{profile}/claims.md), computed from records: "
                "the papers' claims (left) and the harness's own targets and checks (right), counted apart. "
-               "'needs hardware we lack' marks modelled values and configurations not run here; unstable rows "
+               "'needs hardware we lack' marks modelled values and configurations not run here; 'sanity check' "
+               "marks values set by the paper's own numbers, which no measurement here could settle; unstable rows "
                f"changed verdict across the last {HISTORY_RUNS} runs on this machine.")
     return plotting.save(fig, out_png, caption)
 

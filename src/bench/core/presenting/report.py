@@ -425,7 +425,8 @@ def build(claims_parquet: str | Path, figures_dir: str | Path, out: str | Path, 
             f"<nav>Studies: {nav}</nav>"
             f"<p class=note>Ours: estimate [95% interval], unit below. Last runs: verdicts of the last "
             f"{ledger.HISTORY_RUNS} runs on this machine, oldest first (R reproduced, N not reproduced, I "
-            f"inconclusive, H needs hardware we lack, T needs a tool we lack, O out of reach at this scale). "
+            f"inconclusive, H needs hardware we lack, T needs a tool we lack, O out of reach at this scale, S sanity "
+            f"check: set by the paper's own numbers, not judged). "
             f"{linked} of {len(df)} rows link to their figure; {len(df) - linked} have none. Click a reason to read "
             f"it whole.</p>"
             f"{_ledger(df, links, sections)}</div>{''.join(body)}{LAYOUT_PROBE}\n")

@@ -98,13 +98,14 @@ def dispatch_mean(g: pd.DataFrame) -> intervals.Estimate:
 
 
 def dispatch(b: Builder) -> None:
-    """dispatch-under-0.1ms: the mean decision time per request (the paper's overhead is an average), over the
+    """dispatch-under-0.1ms: the mean decision time per request (the paper names no statistic; we read its
+    overhead as the typical cost, and show the p99 and the share over 0.1 ms beside it), over the
     fresh service processes of each workload (the profiling sweep and the serving run: two configurations the
     claim covers, each judged); the p99 and the CPU time shown beside it."""
     d = dispatch_rows(b.prof, b.serv)
     if d.empty:
         return
-    configs, beside = [], []
+    configs, beside, p99s = [], [], []
     for step, g in d.groupby("workload"):
         e = dispatch_mean(g)
         configs.append(claims.Config.of(f"{WORKLOAD[step]} ({e.clusters} fresh processes, {len(g)} decisions)", e,
@@ -112,15 +113,22 @@ def dispatch(b: Builder) -> None:
         p99 = quantile_ci(g.dispatch_us.dropna() / 1000.0)
         cpu = (f", CPU time mean {g.dispatch_cpu_us.mean() / 1000:.3g} ms" if "dispatch_cpu_us" in g
                and g.dispatch_cpu_us.notna().any() else "")
+        over = float((g.dispatch_us.dropna() > PV.DISPATCH_MS * 1000.0).mean())
+        p99s.append(p99[0])
         beside.append(f"{WORKLOAD[step]}: p99 {p99[0]:.3g} ms [{p99[1]:.3g}, {p99[2]:.3g}] (order statistic within "
-                      f"the pooled decisions){cpu}")
+                      f"the pooled decisions), {over:.1%} of decisions over {PV.DISPATCH_MS:g} ms{cpu}")
+    worst = max(p99s)
     b.add("dispatch-under-0.1ms", "the queue manager costs less than 0.1 ms per request", "< 0.1 ms",
           configs=configs, threshold=PV.DISPATCH_MS, direction="<=", unit="ms (mean)", source="measured", needs=(),
           definition=DISPATCH, quantity="queue manager decision time",
           interval="per workload, bootstrap of the mean resampling its fresh service processes first, then decisions",
           reason=f"Algorithm 1's own decision (the deadline prediction included), recorded by the service for every "
-                 f"request it decided, {len(d)} in {len(configs)} workloads; the paper states an average, so the mean "
-                 f"wall time is judged; beside it (not judged): {'; '.join(beside)}")
+                 f"request it decided, {len(d)} in {len(configs)} workloads. The paper says 'a less than 0.1 ms "
+                 f"overhead' and 'the overhead stays less than 0.1ms' (section V-B) without naming a statistic; we "
+                 f"read it as the typical cost per request and judge the mean wall time. Read as 'every decision "
+                 f"stays below', the p99 decides it, and the claim "
+                 f"{'fails' if worst > PV.DISPATCH_MS else 'holds'} there (worst p99 {worst:.3g} ms). Beside it "
+                 f"(not judged): {'; '.join(beside)}")
 
 
 def overhead_rows(prof: pd.DataFrame, serv: pd.DataFrame) -> pd.DataFrame:
