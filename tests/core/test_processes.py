@@ -49,15 +49,6 @@ def test_declared_step_runs_in_fresh_processes(tmp_path):
     assert df.attrs["provenance"]["processes"]["count"] == 3
 
 
-def test_a_fresh_caller_runs_process_0_itself_and_spawns_the_others(tmp_path):
-    """``bench <study> measure <step>`` is an interpreter started for the step alone: process 0 runs in it."""
-    execute(_ctx(tmp_path, 3), split, here_first=True)
-    df = records.read(tmp_path / "s.parquet")
-    assert df.groupby("process").size().tolist() == [2, 2, 1] and df.pid.nunique() == 3
-    assert set(df[df.process == 0].pid) == {os.getpid()} and os.getpid() not in set(df[df.process > 0].pid)
-    assert df.attrs["provenance"]["processes"]["how"].startswith("process 0 in the step's own interpreter")
-
-
 def test_undeclared_step_runs_once_here(tmp_path):
     execute(_ctx(tmp_path, 3), whole)
     df = records.read(tmp_path / "s.parquet")

@@ -96,8 +96,7 @@ def register(sub: argparse._SubParsersAction, study) -> argparse._SubParsersActi
     m.add_argument("--processes", type=doors.positive_int, default=1,
                    help="fresh processes a step that can repeat cheaply splits its measured repeats over "
                         f"(steps that can: {', '.join(n for n, x in measures.items() if x.processes) or 'none'})")
-    # the CLI's interpreter was started for this one step: it is fresh, so it runs process 0 itself
-    m.set_defaults(func=lambda a: step.execute(_context(study, a, ".parquet"), measures[a.step].fn, here_first=True))
+    m.set_defaults(func=lambda a: step.execute(_context(study, a, ".parquet"), measures[a.step].fn))
     _figure_verb(s, LazyRegistry(study.figures))
     if study.claims is not None:
         c = s.add_parser("claims", help="the study's rows of the claims ledger, from records")

@@ -9,10 +9,7 @@ of the record set (:mod:`bench.core.measuring.records`).
 Repeats across processes (verdicts that hold between runs). A step declared with
 ``processes=True`` (:func:`bench.core.declaring.study.step`) can split its measured repeats: with
 ``ctx.processes = P > 1`` it runs ``P`` times, each in a fresh interpreter (``spawn``), one after another,
-each doing :meth:`Context.share` of its repeats; the rows carry a ``process`` column. Where the caller's
-interpreter is itself fresh (``bench <study> measure <step>``: one interpreter started for the step alone,
-``here_first=True``), process 0 runs in it rather than in one more spawned interpreter (each costs its imports
-again: torch, transformers); a busy process 0 is run again in a spawned one. An interval drawn
+each doing :meth:`Context.share` of its repeats; the rows carry a ``process`` column. An interval drawn
 over processes (:func:`bench.core.judging.intervals.bootstrap_ci` with ``groups``) then covers what differs between
 two runs (page cache and heap layout, thread pools, a noisy neighbour), not only the noise within one.
 
@@ -151,17 +148,10 @@ def _attempts(run: Callable[[], Result], rerun_ok: Callable[[float], bool]) -> t
     return res, log
 
 
-def _one_process(ctx: Context, step: Callable[[Context], Result], i: int, here: bool = False
-                 ) -> tuple[Result, dict]:
-    """Process ``i`` of the step: spawned, or (``here``: this interpreter is itself fresh) in this one the first
-    time, spawned for a rerun."""
+def _one_process(ctx: Context, step: Callable[[Context], Result], i: int) -> tuple[Result, dict]:
     spawn = multiprocessing.get_context("spawn")
-    fresh_here = [here]
 
     def run() -> Result:
-        if fresh_here[0]:
-            fresh_here[0] = False
-            return _in_process(dataclasses.replace(ctx, process=i), step)
         with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
             return pool.submit(_in_process, dataclasses.replace(ctx, process=i), step).result()
     return _attempts(run, lambda s: True)
@@ -175,7 +165,7 @@ def _tag(res: Result, log: dict, **cols) -> pd.DataFrame:
                               **cols)
 
 
-def _processes(ctx: Context, step: Callable[[Context], Result], here_first: bool = False) -> tuple[Result, dict]:
+def _processes(ctx: Context, step: Callable[[Context], Result]) -> tuple[Result, dict]:
     """``step`` run ``ctx.processes`` times, each in a fresh interpreter, one after another (each busy one
     again, with a bound); with ``decide`` declared, a second stage of as many when the first does not
     decide. The rows of all of them with ``process`` (and ``stage``), the first run's method and provenance."""
@@ -184,7 +174,7 @@ def _processes(ctx: Context, step: Callable[[Context], Result], here_first: bool
 
     def stage(first: int, n: int, number: int | None) -> None:
         for i in range(first, first + n):
-            res, log = _one_process(ctx, step, i, here=here_first and i == 0)
+            res, log = _one_process(ctx, step, i)
             results.append(res)
             logs.append(log)
             frames.append(_tag(res, log, process=i, **({"stage": number} if number else {})))
@@ -198,9 +188,7 @@ def _processes(ctx: Context, step: Callable[[Context], Result], here_first: bool
     rows = pd.concat(frames, ignore_index=True)
     summaries = [r.summary.assign(process=i) for i, r in enumerate(results) if r.summary is not None]
     prov = {**first.provenance, "processes": {
-        "count": len(results), "how": ("process 0 in the step's own interpreter (started for this step alone), "
-                                       "each other one a fresh spawned interpreter" if here_first else
-                                       "each a fresh Python interpreter (multiprocessing spawn)") + ", run one after "
+        "count": len(results), "how": "each a fresh Python interpreter (multiprocessing spawn), run one after "
         "another with the same seed and inputs, each doing its share of the measured repeats (and its own "
         "warm-up); rows carry `process`, and intervals resample processes, then runs within them"}}
     if decide is not None:
@@ -212,7 +200,7 @@ def _processes(ctx: Context, step: Callable[[Context], Result], here_first: bool
             {"per_process": logs})
 
 
-def execute(ctx: Context, step: Callable[[Context], Result], here_first: bool = False) -> Path:
+def execute(ctx: Context, step: Callable[[Context], Result]) -> Path:
     """Run ``step`` under the common protocol and write its record set to ``ctx.out`` (in
     ``ctx.processes`` fresh processes where the step declares ``processes=True``): wait for a quiet
     machine first, rerun busy repeats (bounded), record the waits and reruns. A step declared
@@ -225,7 +213,7 @@ def execute(ctx: Context, step: Callable[[Context], Result], here_first: bool = 
         {**quiet.sample(), "waited_s": 0.0, "quiet": None}
     prov = provenance.collect(profile=ctx.profile, config=ctx.section or ctx.params, seed=ctx.seed)
     if ctx.processes > 1 and getattr(decl, "processes", False):
-        res, log = _processes(ctx, step, here_first)
+        res, log = _processes(ctx, step)
         df = res.records.copy()
     else:
         res, log = _attempts(lambda: _logged(dataclasses.replace(ctx, processes=1), step),
