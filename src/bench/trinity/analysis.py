@@ -258,9 +258,12 @@ class Saturation:
 
 
 def _knee_interval(k: np.ndarray, level: float) -> tuple[float, float, float]:
+    """The knee (element 0) and the percentile interval of its refits, widened to hold the knee itself: a
+    refit's knee jumps between fits (a min of two curves), so the percentile interval can miss it (as in
+    :func:`knee_ratio`; only ever wider)."""
     ok = k[1:][np.isfinite(k[1:])]
     lo, hi = np.percentile(ok, [50 * (1 - level), 50 * (1 + level)]) if ok.size else (k[0], k[0])
-    return float(k[0]), float(lo), float(hi)
+    return float(k[0]), float(min(lo, k[0])), float(max(hi, k[0]))
 
 
 def _medians(g: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:

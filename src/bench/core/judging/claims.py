@@ -370,8 +370,15 @@ class Terms:
             not self.interval.startswith("exact") and self.interval != "spread"
 
     def would(self) -> str:
+        """What the interval alone would read, or what a failed or undecided premise would make of it first."""
         if self.threshold is None or _nan(self.lo):
             return ""
+        failed = [p.name for p in self.premises if p.holds is False]
+        unknown = [p.name for p in self.premises if p.holds is None]
+        if failed or unknown:
+            v = OUT_OF_REACH if failed else INCONCLUSIVE
+            return (f"; judged, it would read {v} first: premise {', '.join(repr(n) for n in failed or unknown)} "
+                    f"{'fails' if failed else 'is undecided'}")
         v = judge(self.lo, self.hi, self.threshold, self.direction, self.band_high)
         return f"; it would read {why(v, self.lo, self.hi, self.threshold, self.direction, self.band_high)}"
 
