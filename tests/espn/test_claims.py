@@ -89,7 +89,10 @@ def test_memory_saved_reads_index_memory_from_the_sizes(rows):
     s = s[(s.source == "measured") & (s.scope == "all records")].set_index("part").bytes
     mem = rows["memory-saved"]
     assert mem.ours == pytest.approx((s["ann_index"] + s["table_file"]) / s["ann_index"])
-    assert mem.ci_low == mem.ci_high == mem.ours and mem.verdict == core_claims.SANITY
+    # the paper states the saving with the table on an NVMe SSD at near-cached latency: these records' disk is not
+    # one, so the row needs it (its value set by the paper's widths besides)
+    assert mem.ci_low == mem.ci_high == mem.ours and mem.verdict == core_claims.NEEDS_HARDWARE
+    assert mem.needs == "parallel-ssd" and "set by numbers taken from the paper" in mem.reason
     assert "6 - 19% of the total retrieval indices in memory" in mem.definition
     assert set(mem.fixed_by.split(",")) == {"CLS vector width", "BOW vector width", "bytes per vector dimension",
                                            "tokens per passage (synthetic filler)"}

@@ -122,7 +122,7 @@ HARDWARE = {
     "gpu": "a CUDA GPU",
     "gpus": "several GPUs in one machine",
     "npu": "an NPU (Ascend)",
-    "parallel-ssd": "an SSD that serves many reads at once (NVMe)",
+    "parallel-ssd": "an NVMe SSD (the papers' class: some 100K to 1M random 4 KiB reads a second, many at once)",
     "fpga": "an FPGA",
     "memory-nodes": "disaggregated memory nodes over a network",
     "gds": "GPUDirect Storage",

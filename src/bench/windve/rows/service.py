@@ -117,15 +117,17 @@ def dispatch(b: Builder) -> None:
         p99s.append(p99[0])
         beside.append(f"{WORKLOAD[step]}: p99 {p99[0]:.3g} ms [{p99[1]:.3g}, {p99[2]:.3g}] (order statistic within "
                       f"the pooled decisions), {over:.1%} of decisions over {PV.DISPATCH_MS:g} ms{cpu}")
-    worst = max(p99s)
+    worst, worst_max = max(p99s), float(d.dispatch_us.max()) / 1000.0
     b.add("dispatch-under-0.1ms", "the queue manager costs less than 0.1 ms per request", "< 0.1 ms",
           configs=configs, threshold=PV.DISPATCH_MS, direction="<=", unit="ms (mean)", source="measured", needs=(),
           definition=DISPATCH, quantity="queue manager decision time",
           interval="per workload, bootstrap of the mean resampling its fresh service processes first, then decisions",
-          reason=f"Algorithm 1's own decision (the deadline prediction included), recorded by the service for every "
-                 f"request it decided, {len(d)} in {len(configs)} workloads. The paper says 'a less than 0.1 ms "
-                 f"overhead' and 'the overhead stays less than 0.1ms' (section V-B) without naming a statistic; we "
-                 f"read it as the typical cost per request and judge the mean wall time. Read as 'every decision "
+          reason=f"the queue manager's decision per request (the paper's Algorithm 1, plus the deadline prediction "
+                 f"our admission adds, which the paper's has not), recorded by the service for every request it "
+                 f"decided, {len(d)} in {len(configs)} workloads; worst single decision {worst_max:.3g} ms. The paper "
+                 f"says 'a less than 0.1 ms overhead' and 'the overhead stays less than 0.1ms' (section V-B) without "
+                 f"saying what it timed or naming a statistic; we read it as the typical cost of the queue manager "
+                 f"per request and judge the mean wall time. Read as 'every decision "
                  f"stays below', the p99 decides it, and the claim "
                  f"{'fails' if worst > PV.DISPATCH_MS else 'holds'} there (worst p99 {worst:.3g} ms). Beside it "
                  f"(not judged): {'; '.join(beside)}")
