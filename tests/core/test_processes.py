@@ -77,3 +77,21 @@ def test_typed_params_with_dict_sections_pickle():
 
     p = STUDY.parameters({})
     assert pickle.loads(pickle.dumps(p)) == p
+
+
+def test_unequal_processes_are_resampled_at_once_as_the_loop_would():
+    """Processes holding different numbers of values: the two-level resamples drawn at once (padded with NaN)
+    give the interval the one-resample-at-a-time loop gives, for the statistics that have a NaN-skipping twin."""
+    rng = np.random.default_rng(1)
+    a = np.concatenate([rng.normal(10, 1, 50), rng.normal(11, 1, 80), rng.normal(9, 1, 30)])
+    g = np.repeat([0, 1, 2], [50, 80, 30])
+    for stat in (np.median, np.mean):
+        fast = intervals.bootstrap_ci(a, stat=stat, groups=g, n_boot=4000)
+        twins = dict(intervals._NAN_STATS)
+        intervals._NAN_STATS.clear()
+        try:
+            loop = intervals.bootstrap_ci(a, stat=stat, groups=g, n_boot=4000)
+        finally:
+            intervals._NAN_STATS.update(twins)
+        assert fast[0] == loop[0] and fast.clusters == loop.clusters == 3
+        assert abs(fast[1] - loop[1]) < 0.15 and abs(fast[2] - loop[2]) < 0.15
