@@ -149,4 +149,5 @@ def preempted(cells: pd.DataFrame) -> str:
     if not n:
         return f"none of the {total} timed batches stayed preempted after its reruns"
     return (f"{n} of {total} timed batches stayed preempted after their reruns (another process held a core): "
-            f"their cells read inconclusive")
+            f"their cells count as run on a busy machine, so the row could not read reproduced or not reproduced "
+            f"(the per-cell readings in this reason are of the intervals alone)")
