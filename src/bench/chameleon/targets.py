@@ -56,12 +56,8 @@ def scan_setup_premise(f: pd.DataFrame, provenance: dict | None = None) -> claim
 
 def _scan_scale(m: pd.DataFrame, sc: pd.DataFrame) -> str:
     """The scan rows' scale: queries, threads and what the profile shrank (the datasets scanned among it)."""
-    shrank = wording.shrunk_of(sc, 'scan', wording.SCAN_SETTINGS)
-    ds, n_default = sorted(sc.dataset.unique()) if "dataset" in sc else [], len(wording.defaults().datasets)
-    if ds and len(ds) < n_default:
-        few = f"datasets scanned {', '.join(ds)} ({len(ds)} of the study's default {n_default})"
-        shrank = (f"this profile shrank: {few}" if shrank.endswith("none of its settings")
-                  else shrank.replace("this profile shrank: ", f"this profile shrank: {few}, ", 1))
+    ran = {"datasets": ("datasets scanned", sorted(sc.dataset.unique()))} if "dataset" in sc else None
+    shrank = wording.shrunk_of(sc, "scan", wording.SCAN_SETTINGS, ran)
     return f"{int(m.n_queries.iloc[0])} queries per dataset, {int(m.threads.iloc[0])} thread(s), {shrank}"
 
 

@@ -62,6 +62,15 @@ def shrunk(section, default, names: dict[str, str]) -> str:
     """"this profile shrank: <setting> <ours> (the study's default <d>), ..." for the settings of ``names``
     whose value is below the default (the default is the paper's setting). ``section``, ``default``: a
     section of the typed parameters, or a dict of it (as a record's provenance holds it)."""
+    return _shrank_words(_shrunk_items(section, default, names))
+
+
+def _shrank_words(out: list[str]) -> str:
+    return f"this profile shrank: {', '.join(out)}" if out else "this profile shrank none of its settings"
+
+
+def _shrunk_items(section, default, names: dict[str, str]) -> list[str]:
+    """The settings of ``names`` below their default, each in words with ours and the default."""
     get = lambda obj, k: obj.get(k) if isinstance(obj, dict) else getattr(obj, k, None)  # noqa: E731
     out = []
     for key, words in names.items():
@@ -73,7 +82,7 @@ def shrunk(section, default, names: dict[str, str]) -> str:
             out.append(f"{words} {_fmt(ours)} ({len(ours)} of the study's default {len(dflt)})")
         elif small:
             out.append(f"{words} {_fmt(ours)} (the study's default {_fmt(dflt)})")
-    return f"this profile shrank: {', '.join(out)}" if out else "this profile shrank none of its settings"
+    return out
 
 
 def _size(b: float) -> str:
@@ -126,10 +135,14 @@ def search_scale(search: pd.DataFrame, params: Params) -> Scale:
     return Scale(text, search_premises(t, _llc(search)))
 
 
-def shrunk_of(rows: pd.DataFrame, part: str, names: dict[str, str]) -> str:
-    """:func:`shrunk` of one part of the section (``queue``, ``scan``) as the records' provenance holds it."""
+def shrunk_of(rows: pd.DataFrame, part: str, names: dict[str, str], ran: dict[str, tuple[str, list]] | None = None
+              ) -> str:
+    """:func:`shrunk` of one part of the section (``queue``, ``scan``) as the records' provenance holds it, and of
+    section settings as the records show they ran (``ran``: setting -> (words, what ran), e.g. the datasets)."""
+    ran = ran or {}
+    items = _shrunk_items({k: v for k, (_, v) in ran.items()}, defaults(), {k: w for k, (w, _) in ran.items()})
     cfg = (rows.attrs.get("provenance", {}).get("config") or {}).get(part) or {}
-    return shrunk(dict(cfg), getattr(defaults(), part), names)
+    return _shrank_words(items + _shrunk_items(dict(cfg), getattr(defaults(), part), names))
 
 
 def cell(cells: pd.DataFrame, which: str) -> str:

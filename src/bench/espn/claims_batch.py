@@ -75,7 +75,7 @@ def thresholds(ev: Evidence, b: pd.DataFrame, io: pd.DataFrame) -> list[claims.C
     with our measured bandwidth and prefetch budget. The threshold scales with the prefetch budget, so the
     rows rest on it being of the paper's order (:func:`bench.espn.premises.budget_scale`)."""
     t = _eq4_rows(b, io)
-    budget = P.budget_scale(budget_estimate(b)) if len(b) else claims.Premise("prefetch budget", None)
+    budget = _budget_premise(b)
     out = []
     for mode, paper in (("exact", PV.BATCH_THRESHOLD_EXACT), ("partial", PV.BATCH_THRESHOLD_PARTIAL)):
         cid = f"batch-threshold-{mode}"
@@ -102,6 +102,11 @@ def thresholds(ev: Evidence, b: pd.DataFrame, io: pd.DataFrame) -> list[claims.C
     return out
 
 
+def _budget_premise(b: pd.DataFrame) -> claims.Premise:
+    """Equation 4's premise: the batch step's prefetch budget is of the paper's order."""
+    return P.budget_scale(budget_estimate(b)) if len(b) else claims.Premise("prefetch budget", None)
+
+
 def _estimate(r) -> Estimate:
     """Equation 4's estimate of a row of :func:`bench.espn.analysis.eq4_table`, with its processes."""
     n = r.processes
@@ -113,7 +118,7 @@ def eq4_premise(ev: Evidence, b: pd.DataFrame, io: pd.DataFrame, params: Params
     """The 1.2x target's premise as a row of its own (equation 4 at n = K: how many queries' top-K reads fit
     in the prefetch budget), with its interval over fresh processes; (row, estimate, words)."""
     est, src = premise(b, io, params.k)
-    budget = P.budget_scale(budget_estimate(b)) if len(b) else claims.Premise("prefetch budget", None)
+    budget = _budget_premise(b)
     words = (f"prefetch budget {budget_estimate(b)[0] * 1e3:.2f} ms (the batch step's: ANN time of the lists still "
              f"to scan) against the reads of the top {params.k} at {src} IOPS; interval over the fresh processes of "
              "the iops and batch steps")
@@ -121,7 +126,7 @@ def eq4_premise(ev: Evidence, b: pd.DataFrame, io: pd.DataFrame, params: Params
                        "covers the device time of one query's reads", "(target premise)", estimate=est,
                        threshold=1.0, unit="queries", scale=scale(ev.e.prov), source="measured", reason=words,
                        machine_busy=claims.busy(b) or claims.busy(io), fixed_by=RECORD_FROM_PAPER,
-                       needs=("parallel-ssd",), ran_on=ev.ran_on(io[io.status == "ok"]), premises=[budget],
+                       needs=SSD, ran_on=ev.ran_on(io[io.status == "ok"]), premises=[budget],
                        quantity="eq4 threshold at K", interval="noise: fresh processes of the iops and batch steps")
     return row, est, words
 

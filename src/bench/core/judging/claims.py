@@ -369,16 +369,24 @@ class Terms:
         return not self.quality and self.source in ("measured", "emulated") and \
             not self.interval.startswith("exact") and self.interval != "spread"
 
+    @property
+    def failed(self) -> list[Premise]:
+        """The premises that fail here."""
+        return [p for p in self.premises if p.holds is False]
+
+    @property
+    def undecided(self) -> list[Premise]:
+        """The premises measured without deciding, or not measured."""
+        return [p for p in self.premises if p.holds is None]
+
     def would(self) -> str:
         """What the interval alone would read, or what a failed or undecided premise would make of it first."""
         if self.threshold is None or _nan(self.lo):
             return ""
-        failed = [p.name for p in self.premises if p.holds is False]
-        unknown = [p.name for p in self.premises if p.holds is None]
-        if failed or unknown:
-            v = OUT_OF_REACH if failed else INCONCLUSIVE
-            return (f"; judged, it would read {v} first: premise {', '.join(repr(n) for n in failed or unknown)} "
-                    f"{'fails' if failed else 'is undecided'}")
+        if self.failed or self.undecided:
+            v = OUT_OF_REACH if self.failed else INCONCLUSIVE
+            return (f"; judged, it would read {v} first: premise {_names(self.failed or self.undecided)} "
+                    f"{'fails' if self.failed else 'is undecided'}")
         v = judge(self.lo, self.hi, self.threshold, self.direction, self.band_high)
         return f"; it would read {why(v, self.lo, self.hi, self.threshold, self.direction, self.band_high)}"
 
@@ -530,8 +538,7 @@ def _hardware(t: Terms):
     where = t.ran_on or ("an emulated or modelled stand-in" if t.source != "measured" else "this machine's CPU")
     judged = f"; judged on {t.judged_on}" if t.judged_on else ""
     fixed = (f"; here our value is also set by numbers taken from the paper ({t.circular})" if t.circular else "")
-    failed = [p.name for p in t.premises if p.holds is False]
-    failed = f"; premise {', '.join(repr(n) for n in failed)} fails here too" if failed else ""
+    failed = f"; premise {_names(t.failed)} fails here too" if t.failed else ""
     return NEEDS_HARDWARE, (f"{NEEDS_HARDWARE}: the claim's mechanism needs {fidelity.words(t.missing)}, and these "
                             f"records ran on {where}; a stand-in is drawn beside the claim, never judges it"
                             f"{judged}{fixed}{failed}{t.would()}")
@@ -544,14 +551,16 @@ def _same_quantity(t: Terms):
                           f"({t.definition.text()}){t.would()}")
 
 
+def _names(premises: Sequence[Premise]) -> str:
+    return ", ".join(repr(p.name) for p in premises)
+
+
 def _premised(t: Terms):
-    failed = [p for p in t.premises if p.holds is False]
-    if failed:
-        v = NEEDS_HARDWARE if any(p.kind == "hardware" for p in failed) else OUT_OF_REACH
-        return v, f"{v}: the paper states the claim under {', '.join(repr(p.name) for p in failed)}, which fails here"
-    unknown = [p for p in t.premises if p.holds is None]
-    if unknown:
-        return INCONCLUSIVE, (f"{INCONCLUSIVE}: premise {', '.join(repr(p.name) for p in unknown)} undecided "
+    if t.failed:
+        v = NEEDS_HARDWARE if any(p.kind == "hardware" for p in t.failed) else OUT_OF_REACH
+        return v, f"{v}: the paper states the claim under {_names(t.failed)}, which fails here"
+    if t.undecided:
+        return INCONCLUSIVE, (f"{INCONCLUSIVE}: premise {_names(t.undecided)} undecided "
                               f"(not measured, one reading, too few processes, or its interval straddles its bar)")
     return None
 

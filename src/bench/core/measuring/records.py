@@ -106,7 +106,7 @@ def read_all(paths) -> pd.DataFrame:
     if not frames:
         raise ValueError("no record sets to read")
     df = pd.concat(frames, ignore_index=True)
-    df.attrs["provenance"] = Provenance(frames[0].attrs.get("provenance", {}))
+    df.attrs["provenance"] = frames[0].attrs["provenance"]   # read() made it a Provenance
     return df
 
 
@@ -119,8 +119,8 @@ def read_kinds(inputs: Mapping[str, list]) -> dict[str, pd.DataFrame]:
         if not frames:
             continue
         df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-        df.attrs["provenance"] = Provenance(frames[0].attrs.get("provenance", {}))
-        df.attrs["provenances"] = tuple(Provenance(f.attrs.get("provenance", {})) for f in frames)
+        df.attrs["provenance"] = frames[0].attrs["provenance"]   # read() made each a Provenance
+        df.attrs["provenances"] = tuple(f.attrs["provenance"] for f in frames)
         out[kind] = df
     return out
 

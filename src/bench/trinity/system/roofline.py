@@ -40,7 +40,7 @@ def fit(x, u) -> dict[str, float]:
     err = np.stack(err, axis=-1)[:, :, 0, :]                      # (alpha, x_sat, u_max)
     i, j, k_ = np.unravel_index(err.argmin(), err.shape)
     start = [lum_g[k_], float(lxs_g[0, j, 0]), float(al[i, 0, 0])]
-    from scipy.optimize import least_squares   # here, not at import: scipy.optimize costs ~0.5 s, and every CLI start imports this module
+    from scipy.optimize import least_squares   # here: importing scipy.optimize costs ~0.5 s on every CLI start
 
     best = least_squares(resid, start, bounds=([-np.inf, lx.min() - 5, 1e-3], [np.inf, lx.max() + 5, 1.0]))
     lum, lxs, a = best.x

@@ -275,7 +275,7 @@ def service(data: dict[str, pd.DataFrame], out_png: Path) -> list[Path]:
            "admitted (requests admitted after it may still join its batch) and that of the batch it ran in (its last "
            "member's prediction), with the row's p99 and interval. (d) The paper: \"with a less than 0.1 ms overhead\" (Section V-B), naming no statistic (we "
            "judge the mean, the typical cost; read as every decision, the p99 would decide it): every "
-           "decision of the queue manager (Algorithm 1 with the deadline prediction), its wall time, as an ECDF per "
+           "decision of the queue manager (the paper's Algorithm 1, plus the deadline prediction our admission adds), its wall time, as an ECDF per "
            "workload, with the judged mean and its interval, and the p99 shown beside it. "
            f"{source_words(None, df)[1]} The CPU instance is measured.")
     return plotting.save(fig, out_png, cap)
